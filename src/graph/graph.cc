@@ -1,0 +1,27 @@
+// Graph IR helpers.
+#include "graph/graph.h"
+
+namespace onyx::graph {
+
+std::string Node::label(size_t index) const {
+  if (!name.empty()) return op_type + " '" + name + "'";
+  return op_type + " #" + std::to_string(index);
+}
+
+int32_t Graph::value_id(const std::string& value_name) {
+  auto it = by_name_.find(value_name);
+  if (it != by_name_.end()) return it->second;
+  const auto id = static_cast<int32_t>(values.size());
+  ValueEntry entry;
+  entry.name = value_name;
+  values.push_back(std::move(entry));
+  by_name_.emplace(value_name, id);
+  return id;
+}
+
+int32_t Graph::find_value(const std::string& value_name) const {
+  auto it = by_name_.find(value_name);
+  return it == by_name_.end() ? -1 : it->second;
+}
+
+}  // namespace onyx::graph

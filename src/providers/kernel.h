@@ -1,0 +1,160 @@
+// The kernel interface every provider implements: a Kernel is created once per
+// node at session start from a KernelInfo (attributes parsed, constant weights
+// pre-packed), then compute() runs once per run, from many threads at once.
+#pragma once
+
+#include <climits>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/thread_pool.h"
+#include "graph/graph.h"
+#include "onyx/status.h"
+#include "onyx/value.h"
+
+namespace onyx {
+
+// What a kernel factory sees of its node.
+class KernelInfo {
+ public:
+  KernelInfo(const graph::Graph& graph, const graph::Node& node, size_t node_index, Allocator* allocator)
+      : graph_(graph), node_(node), node_index_(node_index), allocator_(allocator) {}
+
+  const graph::Node& node() const { return node_; }
+  const graph::Graph& graph() const { return graph_; }
+  const std::string& op_type() const { return node_.op_type; }
+  // The resolved schema version (since_version) this node runs at.
+  int version() const { return node_.since_version; }
+  // The model's opset for the node's domain.
+  int opset() const { return node_.opset; }
+  size_t input_count() const { return node_.inputs.size(); }
+  size_t output_count() const { return node_.outputs.size(); }
+  bool has_input(size_t i) const { return i < node_.inputs.size() && node_.inputs[i] != graph::kNoValue; }
+  // "Conv 'conv1'": prefix for error messages.
+  std::string label() const { return node_.label(node_index_); }
+  Allocator* allocator() const { return allocator_; }
+
+  // The value of input i when it is a constant initializer of this graph
+  // (weights a kernel may pre-pack), else nullptr.
+  const Tensor* constant_input(size_t i) const;
+  // Static type and shape of input i, when known.
+  const graph::TypeAndShape* input_info(size_t i) const;
+
+  bool has_attr(const std::string& name) const { return node_.attribute(name) != nullptr; }
+  const graph::Attribute* attr(const std::string& name) const { return node_.attribute(name); }
+  int64_t attr_int(const std::string& name, int64_t default_value) const;
+  float attr_float(const std::string& name, float default_value) const;
+  std::string attr_string(const std::string& name, const std::string& default_value) const;
+  std::vector<int64_t> attr_ints(const std::string& name, std::vector<int64_t> default_value = {}) const;
+  std::vector<float> attr_floats(const std::string& name, std::vector<float> default_value = {}) const;
+  std::vector<std::string> attr_strings(const std::string& name, std::vector<std::string> default_value = {}) const;
+  const Tensor* attr_tensor(const std::string& name) const;
+
+ private:
+  const graph::Graph& graph_;
+  const graph::Node& node_;
+  size_t node_index_;
+  Allocator* allocator_;
+};
+
+// What compute() sees of one run: its inputs, where to put outputs, the pool.
+class KernelContext {
+ public:
+  virtual ~KernelContext() = default;
+
+  virtual size_t input_count() const = 0;
+  // nullptr when the input is omitted (an optional input with an empty name).
+  virtual const Value* input(size_t i) const = 0;
+  // nullptr when omitted or not a tensor.
+  const Tensor* input_tensor(size_t i) const {
+    const Value* v = input(i);
+    return (v != nullptr && v->is_tensor()) ? &v->tensor() : nullptr;
+  }
+
+  virtual size_t output_count() const = 0;
+  // False for an omitted optional output: the kernel may skip computing it.
+  virtual bool output_requested(size_t i) const = 0;
+  // Allocates output i from the provider's allocator. Throws onyx::Error when
+  // the size overflows or memory runs out (the executor reports it with the node).
+  virtual Tensor& allocate_output(size_t i, DataType dtype, const Shape& shape) = 0;
+  // Sets output i to a value made elsewhere (a sequence, a map, or a tensor
+  // that shares an input's buffer, such as Reshape's output).
+  virtual void set_output(size_t i, Value value) = 0;
+
+  virtual ThreadPool* thread_pool() const = 0;
+  virtual Allocator* allocator() const = 0;
+  // Runs the subgraph held by attribute `attr_name` of this node with `inputs`
+  // bound to its graph inputs; outer-scope names resolve in the current run.
+  virtual Status run_subgraph(const std::string& attr_name, const std::vector<Value>& inputs,
+                              std::vector<Value>& outputs) = 0;
+  // "Conv 'conv1'": prefix for error messages.
+  virtual std::string label() const = 0;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Must be safe to call from several threads at once: keep per-run state local.
+  virtual Status compute(KernelContext& ctx) const = 0;
+};
+
+using KernelFactory = std::function<Result<std::unique_ptr<Kernel>>(const KernelInfo&)>;
+
+constexpr int kLatestVersion = INT_MAX;
+
+struct KernelDef {
+  std::string domain;  // "" (ai.onnx), "ai.onnx.ml", "com.microsoft", ...
+  std::string op_type;
+  int since_version = 1;
+  int last_version = kLatestVersion;  // inclusive
+  std::vector<DataType> types;        // element types of its main type constraint (for docs)
+  KernelFactory factory;
+};
+
+class KernelRegistry {
+ public:
+  void add(KernelDef def);
+  // The kernel whose version range holds `version`, or nullptr.
+  const KernelDef* find(const std::string& domain, const std::string& op_type, int version) const;
+  // True when some version of the op is registered.
+  bool has_op(const std::string& domain, const std::string& op_type) const;
+  const std::vector<KernelDef>& all() const { return defs_; }
+
+ private:
+  std::vector<KernelDef> defs_;
+};
+
+// The CPU provider's registry, filled by the registrars in each kernel file.
+KernelRegistry& cpu_kernel_registry();
+
+// Registers at static-initialisation time; used through ONYX_REGISTER_CPU_KERNEL.
+struct KernelRegistrar {
+  explicit KernelRegistrar(KernelDef def) { cpu_kernel_registry().add(std::move(def)); }
+};
+
+// A factory for kernels whose constructor is `Class(const KernelInfo&)`; a
+// constructor that finds a bad attribute throws onyx::Error.
+template <typename Class>
+KernelFactory make_factory() {
+  return [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(new Class(info));
+  };
+}
+
+// Element-type lists for KernelDef::types.
+namespace types {
+inline std::vector<DataType> floats() { return {DataType::kFloat, DataType::kDouble, DataType::kFloat16, DataType::kBFloat16}; }
+inline std::vector<DataType> signed_ints() { return {DataType::kInt8, DataType::kInt16, DataType::kInt32, DataType::kInt64}; }
+inline std::vector<DataType> unsigned_ints() { return {DataType::kUInt8, DataType::kUInt16, DataType::kUInt32, DataType::kUInt64}; }
+std::vector<DataType> numeric();  // floats + all integers
+std::vector<DataType> all();      // numeric + bool + string
+}  // namespace types
+
+}  // namespace onyx
+
+// ONYX_REGISTER_CPU_KERNEL("", "Relu", 6, 12, onyx::types::floats(), ReluKernel);
+#define ONYX_REGISTER_CPU_KERNEL(domain, op_type, since, last, type_list, Class) \
+  static ::onyx::KernelRegistrar ONYX_CONCAT(onyx_registrar_, __COUNTER__)(      \
+      ::onyx::KernelDef{domain, op_type, since, last, type_list, ::onyx::make_factory<Class>()})

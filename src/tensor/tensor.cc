@@ -1,0 +1,129 @@
+// Tensor storage: aligned host allocation, borrowing, and string tensors
+// (which hold constructed std::string objects and destroy them on release).
+#include "onyx/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+
+namespace onyx {
+
+int64_t shape_size(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_to_string(const Shape& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ",";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+namespace {
+
+class CpuAllocator final : public Allocator {
+ public:
+  void* allocate(size_t bytes) override {
+    // 64-byte alignment suits every SIMD width onyx uses.
+    const size_t rounded = ((bytes == 0 ? 1 : bytes) + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (p == nullptr) throw Error(runtime_error("out of memory allocating ", bytes, " bytes"));
+    return p;
+  }
+  void deallocate(void* pointer, size_t) override { std::free(pointer); }
+  Device device() const override { return Device{}; }
+};
+
+// Checks a shape and computes its byte size without overflow.
+Status checked_bytes(DataType dtype, const Shape& shape, size_t* bytes) {
+  if (dtype == DataType::kUndefined) return invalid_argument("cannot allocate a tensor of undefined element type");
+  uint64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return invalid_argument("negative dimension ", d, " in shape ", shape_to_string(shape));
+    if (d != 0 && count > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d)) {
+      return invalid_argument("shape ", shape_to_string(shape), " has too many elements");
+    }
+    count *= static_cast<uint64_t>(d);
+  }
+  const uint64_t elem = dtype_size(dtype);
+  // Stay far below what any allocator can give: 2^48 bytes.
+  if (count > (uint64_t{1} << 48) / elem) {
+    return invalid_argument("tensor ", dtype_name(dtype), shape_to_string(shape), " is too large to allocate");
+  }
+  *bytes = static_cast<size_t>(count * elem);
+  return Status::ok();
+}
+
+}  // namespace
+
+Allocator* cpu_allocator() {
+  static CpuAllocator allocator;
+  return &allocator;
+}
+
+Result<Tensor> Tensor::create(DataType dtype, Shape shape, Allocator* allocator) {
+  size_t bytes = 0;
+  ONYX_RETURN_IF_ERROR(checked_bytes(dtype, shape, &bytes));
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.device_ = allocator->device();
+  void* p = allocator->allocate(bytes);
+  t.data_ = p;
+  if (dtype == DataType::kString) {
+    const int64_t n = t.size();
+    auto* strings = static_cast<std::string*>(p);
+    for (int64_t i = 0; i < n; ++i) new (&strings[i]) std::string();
+    t.storage_ = std::shared_ptr<void>(p, [allocator, bytes, n](void* q) {
+      auto* s = static_cast<std::string*>(q);
+      for (int64_t i = 0; i < n; ++i) s[i].~basic_string();
+      allocator->deallocate(q, bytes);
+    });
+  } else {
+    t.storage_ = std::shared_ptr<void>(p, [allocator, bytes](void* q) { allocator->deallocate(q, bytes); });
+  }
+  return t;
+}
+
+Tensor::Tensor(DataType dtype, Shape shape, Allocator* allocator) {
+  Result<Tensor> made = create(dtype, std::move(shape), allocator);
+  if (!made.is_ok()) throw Error(made.status());
+  *this = std::move(made).value();
+}
+
+Tensor Tensor::borrow(DataType dtype, Shape shape, void* data, Device device, std::shared_ptr<void> keep_alive) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.device_ = device;
+  t.data_ = data;
+  t.storage_ = keep_alive ? std::move(keep_alive) : std::shared_ptr<void>(data, [](void*) {});
+  return t;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(dtype_, shape_);
+  if (dtype_ == DataType::kString) {
+    const auto* src = data<std::string>();
+    auto* dst = t.data<std::string>();
+    for (int64_t i = 0; i < size(); ++i) dst[i] = src[i];
+  } else if (bytes() > 0) {
+    std::memcpy(t.data_, data_, bytes());
+  }
+  return t;
+}
+
+std::string Tensor::describe() const { return std::string(dtype_name(dtype_)) + shape_to_string(shape_); }
+
+}  // namespace onyx

@@ -1,0 +1,3 @@
+// The `onyx` command (placeholder until the session lands).
+#include <cstdio>
+int main() { std::puts("onyx"); return 0; }
