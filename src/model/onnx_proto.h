@@ -31,9 +31,9 @@ struct TensorProto {
   std::string name;
   std::string doc_string;
   // View of the little-endian bytes. Points into the model buffer (or into
-  // `owned_raw_data` when the tensor was built in memory).
+  // the buffer set_raw_data made when the tensor was built in memory); in
+  // both cases `backing` keeps those bytes alive, so copies stay valid.
   std::string_view raw_data;
-  std::string owned_raw_data;
   std::vector<StringStringEntryProto> external_data;
   int32_t data_location = 0;  // 0 DEFAULT, 1 EXTERNAL
   std::vector<double> double_data;
@@ -42,9 +42,12 @@ struct TensorProto {
   // Keeps the bytes behind raw_data alive (model file mapping, external data mapping).
   std::shared_ptr<const void> backing;
 
+  // The bytes live on the heap behind `backing` (not in a member string): a
+  // view into a member would dangle once the tensor is copied or moved.
   void set_raw_data(std::string bytes) {
-    owned_raw_data = std::move(bytes);
-    raw_data = owned_raw_data;
+    auto owned = std::make_shared<const std::string>(std::move(bytes));
+    raw_data = *owned;
+    backing = std::move(owned);
     has_raw_data = true;
   }
 };

@@ -1,0 +1,529 @@
+// The `_onyx` extension: binds InferenceSession, its options and Value to
+// Python. The onnxruntime-compatible API on top of it is python/onyx/*.py.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "onyx/options.h"
+#include "onyx/session.h"
+#include "onyx/status.h"
+#include "onyx/value.h"
+
+namespace nb = nanobind;
+
+namespace onyx {
+namespace {
+
+// Exception classes, one per StatusCode, all below RuntimeError so that
+// `except RuntimeError` catches every onyx failure.
+struct ErrorClasses {
+  PyObject* base = nullptr;              // OnyxError
+  PyObject* invalid_argument = nullptr;  // InvalidArgument
+  PyObject* invalid_graph = nullptr;     // InvalidGraph (InvalidModel)
+  PyObject* not_implemented = nullptr;   // NotImplemented
+  PyObject* fail = nullptr;              // Fail (RuntimeException)
+};
+ErrorClasses g_errors;
+
+PyObject* error_class_for(StatusCode code) {
+  switch (code) {
+    case StatusCode::kInvalidArgument: return g_errors.invalid_argument;
+    case StatusCode::kInvalidModel: return g_errors.invalid_graph;
+    case StatusCode::kNotImplemented: return g_errors.not_implemented;
+    case StatusCode::kRuntimeError: return g_errors.fail;
+    case StatusCode::kOk: break;
+  }
+  return g_errors.base;
+}
+
+[[noreturn]] void throw_status(const Status& status) { throw Error(status); }
+
+// ---- numpy <-> Tensor ------------------------------------------------------
+
+// The DLPack type numpy understands for each onyx element type. Types numpy
+// lacks are shown through an integer view of the same width: bfloat16 as
+// uint16, the float8 family and float4 as uint8, the unpacked 4-/2-bit
+// integers (one element per byte in onyx) as int8/uint8.
+bool dlpack_dtype_for(DataType dtype, nb::dlpack::dtype* out) {
+  using nb::dlpack::dtype_code;
+  auto make = [out](dtype_code code, int bits) {
+    out->code = static_cast<uint8_t>(code);
+    out->bits = static_cast<uint8_t>(bits);
+    out->lanes = 1;
+    return true;
+  };
+  switch (dtype) {
+    case DataType::kFloat: return make(dtype_code::Float, 32);
+    case DataType::kDouble: return make(dtype_code::Float, 64);
+    case DataType::kFloat16: return make(dtype_code::Float, 16);
+    case DataType::kBFloat16: return make(dtype_code::UInt, 16);
+    case DataType::kInt8: return make(dtype_code::Int, 8);
+    case DataType::kInt16: return make(dtype_code::Int, 16);
+    case DataType::kInt32: return make(dtype_code::Int, 32);
+    case DataType::kInt64: return make(dtype_code::Int, 64);
+    case DataType::kUInt8: return make(dtype_code::UInt, 8);
+    case DataType::kUInt16: return make(dtype_code::UInt, 16);
+    case DataType::kUInt32: return make(dtype_code::UInt, 32);
+    case DataType::kUInt64: return make(dtype_code::UInt, 64);
+    case DataType::kBool: return make(dtype_code::Bool, 8);
+    case DataType::kComplex64: return make(dtype_code::Complex, 64);
+    case DataType::kComplex128: return make(dtype_code::Complex, 128);
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E4M3FNUZ:
+    case DataType::kFloat8E5M2:
+    case DataType::kFloat8E5M2FNUZ:
+    case DataType::kFloat8E8M0:
+    case DataType::kFloat4E2M1:
+    case DataType::kUInt4:
+    case DataType::kUInt2: return make(dtype_code::UInt, 8);
+    case DataType::kInt4:
+    case DataType::kInt2: return make(dtype_code::Int, 8);
+    default: return false;
+  }
+}
+
+// The onyx element type of a DLPack type as numpy exports it.
+DataType dtype_from_dlpack(const nb::dlpack::dtype& t) {
+  using nb::dlpack::dtype_code;
+  if (t.lanes != 1) return DataType::kUndefined;
+  switch (static_cast<dtype_code>(t.code)) {
+    case dtype_code::Float:
+      if (t.bits == 32) return DataType::kFloat;
+      if (t.bits == 64) return DataType::kDouble;
+      if (t.bits == 16) return DataType::kFloat16;
+      break;
+    case dtype_code::Int:
+      if (t.bits == 8) return DataType::kInt8;
+      if (t.bits == 16) return DataType::kInt16;
+      if (t.bits == 32) return DataType::kInt32;
+      if (t.bits == 64) return DataType::kInt64;
+      break;
+    case dtype_code::UInt:
+      if (t.bits == 8) return DataType::kUInt8;
+      if (t.bits == 16) return DataType::kUInt16;
+      if (t.bits == 32) return DataType::kUInt32;
+      if (t.bits == 64) return DataType::kUInt64;
+      break;
+    case dtype_code::Bool:
+      if (t.bits == 8) return DataType::kBool;
+      break;
+    case dtype_code::Complex:
+      if (t.bits == 64) return DataType::kComplex64;
+      if (t.bits == 128) return DataType::kComplex128;
+      break;
+    case dtype_code::Bfloat:
+      if (t.bits == 16) return DataType::kBFloat16;
+      break;
+    default: break;
+  }
+  return DataType::kUndefined;
+}
+
+std::string dlpack_dtype_name(const nb::dlpack::dtype& t) {
+  static const char* const kCodes[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
+  const char* code = t.code < 7 ? kCodes[t.code] : "dlpack-code-";
+  return str_cat(code, t.code < 7 ? "" : std::to_string(t.code), static_cast<int>(t.bits));
+}
+
+// Holds a Python object from C++ (a Tensor's keep_alive); the reference is
+// dropped under the GIL, whichever thread releases the last Tensor copy.
+std::shared_ptr<void> keep_python_object_alive(nb::handle object) {
+  object.inc_ref();
+  return std::shared_ptr<void>(object.ptr(), [](void* p) {
+    if (!Py_IsInitialized()) return;  // interpreter gone: nothing left to release
+    nb::gil_scoped_acquire gil;
+    Py_DECREF(static_cast<PyObject*>(p));
+  });
+}
+
+// Wraps a C-contiguous CPU numpy array as a Tensor without copying. The array
+// stays alive as long as any Tensor sharing the buffer does. `as_type`
+// (optional) reinterprets the bytes as another type of the same width, e.g.
+// uint16 numbers as bfloat16.
+Tensor tensor_from_numpy(nb::handle array, DataType as_type) {
+  nb::ndarray<nb::ro, nb::device::cpu> view;
+  if (!nb::try_cast(array, view, false)) {
+    throw_status(invalid_argument("expected a numpy array on the CPU, got ",
+                                  nb::cast<std::string>(nb::str(array.type().attr("__name__")))));
+  }
+  DataType dtype = dtype_from_dlpack(view.dtype());
+  if (dtype == DataType::kUndefined) {
+    throw_status(invalid_argument("numpy element type ", dlpack_dtype_name(view.dtype()), " has no ONNX equivalent"));
+  }
+  if (as_type != DataType::kUndefined && as_type != dtype) {
+    if (dtype_size(as_type) != dtype_size(dtype) || as_type == DataType::kString) {
+      throw_status(invalid_argument("cannot view numpy ", dtype_name(dtype), " data as ", dtype_name(as_type)));
+    }
+    dtype = as_type;
+  }
+  Shape shape(view.ndim());
+  for (size_t i = 0; i < view.ndim(); ++i) shape[i] = static_cast<int64_t>(view.shape(i));
+  // Row-major check: a dimension of extent 1 may carry any stride, and an
+  // empty array any strides at all.
+  int64_t expected = 1;
+  for (size_t i = view.ndim(); i-- > 0 && shape_size(shape) != 0;) {
+    if (shape[i] != 1 && view.stride(i) != expected) {
+      throw_status(invalid_argument("numpy array is not C-contiguous (use numpy.ascontiguousarray)"));
+    }
+    expected *= shape[i];
+  }
+  void* data = const_cast<void*>(view.data());
+  return Tensor::borrow(dtype, std::move(shape), data, Device{}, keep_python_object_alive(array));
+}
+
+// A string tensor from a flat Python sequence of str (or bytes) items.
+Tensor tensor_from_strings(nb::handle items, const Shape& shape) {
+  nb::list flat = nb::list(items);
+  const int64_t count = shape_size(shape);
+  for (int64_t d : shape) {
+    if (d < 0) throw_status(invalid_argument("negative dimension in string tensor shape ", shape_to_string(shape)));
+  }
+  if (static_cast<int64_t>(flat.size()) != count) {
+    throw_status(invalid_argument("string tensor of shape ", shape_to_string(shape), " needs ", count,
+                                  " items, got ", flat.size()));
+  }
+  Tensor tensor(DataType::kString, shape);
+  auto* out = tensor.data<std::string>();
+  for (size_t i = 0; i < flat.size(); ++i) {
+    nb::handle item = flat[i];
+    if (PyUnicode_Check(item.ptr())) {
+      Py_ssize_t size = 0;
+      const char* utf8 = PyUnicode_AsUTF8AndSize(item.ptr(), &size);
+      if (utf8 == nullptr) throw nb::python_error();
+      out[i].assign(utf8, static_cast<size_t>(size));
+    } else if (PyBytes_Check(item.ptr())) {
+      out[i].assign(PyBytes_AS_STRING(item.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(item.ptr())));
+    } else {
+      out[i] = nb::cast<std::string>(nb::str(item));
+    }
+  }
+  return tensor;
+}
+
+nb::object decode_utf8(const std::string& s) {
+  // Never fails: bytes that are not UTF-8 become U+FFFD.
+  PyObject* text = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+  if (text == nullptr) throw nb::python_error();
+  return nb::steal(text);
+}
+
+// One tensor element as a Python scalar (for map values and keys).
+nb::object element_to_python(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DataType::kFloat: return nb::float_(t.data<float>()[i]);
+    case DataType::kDouble: return nb::float_(t.data<double>()[i]);
+    case DataType::kFloat16: return nb::float_(static_cast<float>(t.data<Float16>()[i]));
+    case DataType::kInt8: return nb::int_(t.data<int8_t>()[i]);
+    case DataType::kInt16: return nb::int_(t.data<int16_t>()[i]);
+    case DataType::kInt32: return nb::int_(t.data<int32_t>()[i]);
+    case DataType::kInt64: return nb::int_(t.data<int64_t>()[i]);
+    case DataType::kUInt8: return nb::int_(t.data<uint8_t>()[i]);
+    case DataType::kUInt16: return nb::int_(t.data<uint16_t>()[i]);
+    case DataType::kUInt32: return nb::int_(t.data<uint32_t>()[i]);
+    case DataType::kUInt64: return nb::int_(t.data<uint64_t>()[i]);
+    case DataType::kBool: return nb::bool_(t.data<bool>()[i]);
+    case DataType::kString: return decode_utf8(t.data<std::string>()[i]);
+    default: break;
+  }
+  throw_status(not_implemented("map element type ", dtype_name(t.dtype()), " cannot be converted to Python"));
+}
+
+nb::object numpy_module() {
+  static nb::object numpy = nb::module_::import_("numpy");
+  return numpy;
+}
+
+// A tensor as a numpy array. Numbers are not copied: the array's base is a
+// capsule holding a Tensor copy, which keeps the buffer alive.
+nb::object tensor_to_numpy(const Tensor& tensor) {
+  if (!tensor.device().is_cpu()) {
+    throw_status(not_implemented("output tensor ", tensor.describe(), " is not on the CPU"));
+  }
+  const Shape& shape = tensor.shape();
+  if (tensor.dtype() == DataType::kString) {
+    const int64_t n = tensor.size();
+    nb::list items;
+    const auto* strings = tensor.data<std::string>();
+    for (int64_t i = 0; i < n; ++i) items.append(decode_utf8(strings[i]));
+    nb::tuple dims = nb::steal<nb::tuple>(PyTuple_New(static_cast<Py_ssize_t>(shape.size())));
+    for (size_t i = 0; i < shape.size(); ++i) {
+      PyTuple_SET_ITEM(dims.ptr(), static_cast<Py_ssize_t>(i), PyLong_FromLongLong(shape[i]));
+    }
+    nb::object np = numpy_module();
+    nb::object array = np.attr("empty")(nb::int_(n), nb::arg("dtype") = np.attr("object_"));
+    // array[:] = items assigns element-wise: a str never becomes a nested array.
+    if (n > 0) array[nb::slice(nb::none(), nb::none(), nb::none())] = items;
+    return array.attr("reshape")(dims);
+  }
+  nb::dlpack::dtype dt;
+  if (!dlpack_dtype_for(tensor.dtype(), &dt)) {
+    throw_status(not_implemented("output element type ", dtype_name(tensor.dtype()), " has no numpy equivalent"));
+  }
+  std::vector<size_t> dims(shape.begin(), shape.end());
+  auto* owner_tensor = new Tensor(tensor);
+  nb::capsule owner(owner_tensor, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
+  // A zero-sized tensor may have no buffer; numpy still wants a non-null pointer.
+  static uint64_t empty_buffer[2] = {0, 0};
+  void* data = tensor.size() == 0 || owner_tensor->raw_data() == nullptr ? static_cast<void*>(empty_buffer)
+                                                                          : owner_tensor->raw_data();
+  nb::ndarray<nb::numpy> array(data, dims.size(), dims.data(), owner, nullptr, dt);
+  return array.cast();
+}
+
+nb::object value_to_python(const Value& value) {
+  switch (value.kind()) {
+    case Value::Kind::kNone: return nb::none();
+    case Value::Kind::kTensor: return tensor_to_numpy(value.tensor());
+    case Value::Kind::kSequence: {
+      nb::list items;
+      for (const Value& item : value.items()) items.append(value_to_python(item));
+      return items;
+    }
+    case Value::Kind::kMap: {
+      const Map& map = value.map_data();
+      if (map.keys.size() != map.values.size()) {
+        throw_status(runtime_error("map output has ", map.keys.size(), " keys but ", map.values.size(), " values"));
+      }
+      nb::dict out;
+      for (int64_t i = 0; i < map.keys.size(); ++i) out[element_to_python(map.keys, i)] = element_to_python(map.values, i);
+      return out;
+    }
+  }
+  return nb::none();
+}
+
+// ---- metadata ----------------------------------------------------------------
+
+// The shape as onnxruntime shows it: int for a fixed dimension, str for a
+// symbolic one, None for an unknown one; [] for non-tensors and unknown rank.
+nb::list shape_to_python(const ValueMetadata& meta) {
+  nb::list shape;
+  if (!meta.has_shape) return shape;
+  for (size_t i = 0; i < meta.dims.size(); ++i) {
+    const std::string* symbol = i < meta.dim_params.size() ? &meta.dim_params[i] : nullptr;
+    if (symbol != nullptr && !symbol->empty()) {
+      shape.append(nb::str(symbol->c_str()));
+    } else if (meta.dims[i] >= 0) {
+      shape.append(nb::int_(meta.dims[i]));
+    } else {
+      shape.append(nb::none());
+    }
+  }
+  return shape;
+}
+
+void translate_error(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const Error& e) {
+    // Messages quote names from the model, which may not be valid UTF-8.
+    const char* what = e.what();
+    PyObject* message = PyUnicode_DecodeUTF8(what, static_cast<Py_ssize_t>(std::strlen(what)), "replace");
+    if (message == nullptr) return;  // the decoding error is already set
+    PyErr_SetObject(error_class_for(e.code()), message);
+    Py_DECREF(message);
+  }
+}
+
+PyObject* new_error_class(nb::module_& m, const char* name, PyObject* base, const char* doc) {
+  std::string qualified = std::string("onyx.") + name;
+  PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, base, nullptr);
+  if (cls == nullptr) throw nb::python_error();
+  m.attr(name) = nb::handle(cls);
+  return cls;
+}
+
+}  // namespace
+}  // namespace onyx
+
+NB_MODULE(_onyx, m) {
+  using namespace onyx;
+  m.doc() = "onyx's C++ core; use the `onyx` package, not this module";
+
+  g_errors.base = new_error_class(m, "OnyxError", PyExc_RuntimeError, "Base of every error onyx raises.");
+  g_errors.invalid_argument =
+      new_error_class(m, "InvalidArgument", g_errors.base, "A wrong feed, option or call argument.");
+  g_errors.invalid_graph = new_error_class(m, "InvalidGraph", g_errors.base, "The model file or graph is malformed.");
+  g_errors.not_implemented =
+      new_error_class(m, "NotImplemented", g_errors.base, "The model needs an op, version or type onyx lacks.");
+  g_errors.fail = new_error_class(m, "Fail", g_errors.base, "A kernel failed while running on valid input.");
+  nb::register_exception_translator(translate_error);
+
+  nb::enum_<GraphOptimizationLevel>(m, "GraphOptimizationLevel")
+      .value("ORT_DISABLE_ALL", GraphOptimizationLevel::kDisableAll)
+      .value("ORT_ENABLE_BASIC", GraphOptimizationLevel::kEnableBasic)
+      .value("ORT_ENABLE_EXTENDED", GraphOptimizationLevel::kEnableExtended)
+      .value("ORT_ENABLE_LAYOUT", GraphOptimizationLevel::kEnableLayout)
+      .value("ORT_ENABLE_ALL", GraphOptimizationLevel::kEnableAll);
+
+  nb::enum_<ExecutionMode>(m, "ExecutionMode")
+      .value("ORT_SEQUENTIAL", ExecutionMode::kSequential)
+      .value("ORT_PARALLEL", ExecutionMode::kParallel);
+
+  nb::class_<SessionOptions>(m, "SessionOptions")
+      .def(nb::init<>())
+      .def("__copy__", [](const SessionOptions& o) { return SessionOptions(o); })
+      .def_rw("graph_optimization_level", &SessionOptions::graph_optimization_level)
+      .def_rw("intra_op_num_threads", &SessionOptions::intra_op_num_threads)
+      .def_rw("inter_op_num_threads", &SessionOptions::inter_op_num_threads)
+      .def_rw("execution_mode", &SessionOptions::execution_mode)
+      .def_rw("enable_profiling", &SessionOptions::enable_profiling)
+      .def_rw("profile_file_prefix", &SessionOptions::profile_file_prefix)
+      .def_rw("log_severity_level", &SessionOptions::log_severity_level)
+      .def_rw("log_id", &SessionOptions::log_id)
+      .def_rw("optimized_model_filepath", &SessionOptions::optimized_model_filepath)
+      .def_rw("disabled_optimizers", &SessionOptions::disabled_optimizers)
+      .def_rw("enable_mem_pattern", &SessionOptions::enable_mem_pattern)
+      .def_rw("enable_cpu_mem_arena", &SessionOptions::enable_cpu_mem_arena)
+      .def_rw("config_entries", &SessionOptions::config_entries);
+
+  nb::class_<RunOptions>(m, "RunOptions")
+      .def(nb::init<>())
+      .def_rw("log_severity_level", &RunOptions::log_severity_level)
+      .def_rw("run_tag", &RunOptions::run_tag)
+      .def_rw("terminate", &RunOptions::terminate);
+
+  nb::class_<ValueType>(m, "ValueType")
+      .def_prop_ro("kind", [](const ValueType& t) { return static_cast<int>(t.kind); })
+      .def_prop_ro("elem_type", [](const ValueType& t) { return static_cast<int>(t.elem_type); })
+      .def_prop_ro("key_type", [](const ValueType& t) { return static_cast<int>(t.key_type); })
+      .def_prop_ro("inner", [](const ValueType& t) { return t.inner; })
+      .def("__str__", &ValueType::to_string)
+      .def("__repr__", [](const ValueType& t) { return "ValueType(" + t.to_string() + ")"; });
+  m.attr("KIND_TENSOR") = static_cast<int>(ValueType::Kind::kTensor);
+  m.attr("KIND_SEQUENCE") = static_cast<int>(ValueType::Kind::kSequence);
+  m.attr("KIND_MAP") = static_cast<int>(ValueType::Kind::kMap);
+  m.attr("KIND_OPTIONAL") = static_cast<int>(ValueType::Kind::kOptional);
+  m.attr("KIND_SPARSE_TENSOR") = static_cast<int>(ValueType::Kind::kSparseTensor);
+
+  nb::class_<ValueMetadata>(m, "ValueMetadata")
+      .def_ro("name", &ValueMetadata::name)
+      .def_ro("value_type", &ValueMetadata::type)
+      .def_prop_ro("type", [](const ValueMetadata& v) { return v.type.to_string(); })
+      .def_prop_ro("shape", &shape_to_python)
+      .def_ro("has_shape", &ValueMetadata::has_shape)
+      .def_ro("dims", &ValueMetadata::dims)
+      .def_ro("dim_params", &ValueMetadata::dim_params);
+
+  nb::class_<ModelMetadata>(m, "ModelMetadata")
+      .def_ro("producer_name", &ModelMetadata::producer_name)
+      .def_ro("graph_name", &ModelMetadata::graph_name)
+      .def_ro("domain", &ModelMetadata::domain)
+      .def_ro("description", &ModelMetadata::description)
+      .def_ro("graph_description", &ModelMetadata::graph_description)
+      .def_ro("version", &ModelMetadata::version)
+      .def_ro("custom_metadata_map", &ModelMetadata::custom_metadata_map);
+
+  // A feed value built from Python objects; holds numpy memory without copies.
+  nb::class_<Value>(m, "Value")
+      .def_static(
+          "from_numpy",
+          [](nb::handle array, int as_type) { return Value(tensor_from_numpy(array, static_cast<DataType>(as_type))); },
+          nb::arg("array"), nb::arg("as_type") = 0)
+      .def_static(
+          "from_strings", [](nb::handle items, const Shape& shape) { return Value(tensor_from_strings(items, shape)); },
+          nb::arg("items"), nb::arg("shape"))
+      .def_static(
+          "sequence",
+          [](const std::vector<Value>& items, const ValueType* elem_type) {
+            return Value::sequence(items, elem_type ? *elem_type : ValueType{});
+          },
+          nb::arg("items"), nb::arg("elem_type").none() = nb::none())
+      .def_static(
+          "map",
+          [](const Value& keys, const Value& values) {
+            if (!keys.is_tensor() || !values.is_tensor() || keys.tensor().rank() != 1 || values.tensor().rank() != 1 ||
+                keys.tensor().size() != values.tensor().size()) {
+              throw_status(invalid_argument("a map needs 1-D keys and values of the same length"));
+            }
+            return Value::map(Map{keys.tensor(), values.tensor()});
+          },
+          nb::arg("keys"), nb::arg("values"))
+      .def_static(
+          "none", [](const ValueType* type) { return Value::none(type ? *type : ValueType{}); },
+          nb::arg("type").none() = nb::none())
+      .def("as_optional",
+           [](const Value& v) {
+             Value out = v;
+             out.set_optional(true);
+             return out;
+           })
+      .def("numpy", [](const Value& v) { return value_to_python(v); })
+      .def_prop_ro("type", [](const Value& v) { return v.type().to_string(); })
+      .def("__repr__", [](const Value& v) { return "Value(" + v.describe() + ")"; });
+
+  nb::class_<InferenceSession>(m, "InferenceSession")
+      .def_static(
+          "from_file",
+          [](const std::string& path, const SessionOptions& options, const std::vector<std::string>& providers) {
+            nb::gil_scoped_release release;
+            return InferenceSession::from_file(path, options, providers);
+          },
+          nb::arg("path"), nb::arg("options"), nb::arg("providers"))
+      .def_static(
+          "from_bytes",
+          [](nb::bytes bytes, const SessionOptions& options, const std::vector<std::string>& providers) {
+            std::string_view view(static_cast<const char*>(bytes.data()), bytes.size());
+            nb::gil_scoped_release release;  // `bytes` is immutable and held by the caller
+            return InferenceSession::from_bytes(view, options, providers);
+          },
+          nb::arg("data"), nb::arg("options"), nb::arg("providers"))
+      .def(
+          "run",
+          [](const InferenceSession& session, const std::vector<std::string>& output_names,
+             const std::vector<std::pair<std::string, Value>>& feeds, const RunOptions& run_options) {
+            std::vector<Value> outputs;
+            Status status;
+            {
+              nb::gil_scoped_release release;
+              try {
+                status = session.run(output_names, feeds, run_options, &outputs);
+              } catch (const Error& e) {
+                status = Status(e.code(), e.what());
+              } catch (const std::bad_alloc&) {
+                status = runtime_error("out of memory while running the model");
+              } catch (const std::exception& e) {
+                status = runtime_error(e.what());
+              }
+            }
+            throw_if_error(status);
+            nb::list result;
+            for (Value& v : outputs) {
+              // The caller owns the feed arrays and may change them after the
+              // run; an output that aliases one (Identity of an input) is copied.
+              if (v.is_tensor()) {
+                for (const auto& feed : feeds) {
+                  if (feed.second.is_tensor() && v.tensor().shares_buffer_with(feed.second.tensor())) {
+                    v = Value(v.tensor().clone());
+                    break;
+                  }
+                }
+              }
+              result.append(value_to_python(v));
+            }
+            return result;
+          },
+          nb::arg("output_names"), nb::arg("feeds"), nb::arg("run_options"))
+      // Metadata is copied out: it is small and read once per session.
+      .def_prop_ro("inputs", &InferenceSession::inputs, nb::rv_policy::copy)
+      .def_prop_ro("outputs", &InferenceSession::outputs, nb::rv_policy::copy)
+      .def_prop_ro("overridable_initializers", &InferenceSession::overridable_initializers, nb::rv_policy::copy)
+      .def_prop_ro("metadata", &InferenceSession::metadata, nb::rv_policy::copy)
+      .def_prop_ro("opsets", &InferenceSession::opsets)
+      .def("providers", &InferenceSession::providers)
+      .def("end_profiling", &InferenceSession::end_profiling);
+
+  m.def("available_providers", &available_providers);
+  m.def("version", []() { return std::string(version()); });
+}

@@ -1,0 +1,27 @@
+// Builds the graph IR from a ModelProto: values by index, subgraphs built
+// recursively with their outer scope, model-local functions inlined, nodes put
+// in topological order, and every structural defect (cycle, dangling input,
+// value produced twice) reported with the node's name.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "graph/graph.h"
+#include "model/onnx_proto.h"
+#include "onyx/status.h"
+
+namespace onyx::graph {
+
+struct BuildLimits {
+  int max_nesting_depth = 32;    // subgraphs within subgraphs
+  int max_function_depth = 32;   // functions calling functions
+};
+
+// The model's opset imports, with "ai.onnx" folded into "".
+std::map<std::string, int64_t> opset_map(const std::vector<model::OperatorSetIdProto>& imports);
+
+Result<std::unique_ptr<Graph>> build_graph(const model::ModelProto& model, const BuildLimits& limits = {});
+
+}  // namespace onyx::graph

@@ -1,0 +1,29 @@
+// Static type and shape inference over a Graph: fills values[id].info for every
+// node output from the graph inputs, initializers and each op's semantics.
+#pragma once
+
+#include "graph/graph.h"
+#include "onyx/status.h"
+
+namespace onyx::graph {
+
+struct InferenceOptions {
+  // When a declared shape (value_info, graph output) and an inferred one are
+  // definitely incompatible (a different rank, a different fixed dim or element
+  // type), fail; otherwise keep the declared information and move on.
+  bool error_on_mismatch = true;
+  // Track the contents of small integer tensors (Shape -> Gather -> Concat ->
+  // Reshape chains) symbolically, so dynamic reshapes keep their dims.
+  bool propagate_shape_values = true;
+  // Largest tensor (in elements) whose contents are tracked for that.
+  int64_t max_tracked_elements = 64;
+};
+
+// Walks graph.nodes in order (they must be topologically sorted) and infers
+// the type and shape of every node output, also inside If/Loop/Scan bodies
+// (with the enclosing graph's values visible by name). What is declared and
+// more precise than what inference finds is kept. Unknown ops get the output
+// type their schema's type constraints fix, and an unknown shape; never an error.
+Status infer_shapes(Graph& graph, const InferenceOptions& options = {});
+
+}  // namespace onyx::graph

@@ -1,0 +1,222 @@
+// Conv (1-D, 2-D, 3-D and beyond): im2col then one GEMM per image and group;
+// a 1x1, stride-1, unpadded convolution is a GEMM on X as it is.
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "providers/cpu/dispatch.h"
+#include "providers/cpu/gemm/sgemm.h"
+#include "providers/cpu/nn/nn_util.h"
+
+namespace onyx::cpu {
+namespace {
+
+using nn::Window;
+
+// Writes the (channels * kernel_size) x output_size column matrix of one image
+// and group: row (c, kernel offset), column output position; zero where the
+// window reads padding. `x` points at the group's first channel.
+template <typename T>
+void im2col(const T* x, int64_t channels, const Window& w, T* col, ThreadPool* pool) {
+  const int64_t in_size = w.input_size();
+  const int64_t out_size = w.output_size();
+  const int64_t kernel_size = w.kernel_size();
+  const size_t rank = w.rank();
+  if (rank <= 2) {
+    // 1-D is 2-D with a height of 1.
+    const int64_t ih_n = rank == 2 ? w.input[0] : 1, iw_n = w.input[rank - 1];
+    const int64_t oh_n = rank == 2 ? w.output[0] : 1, ow_n = w.output[rank - 1];
+    const int64_t kw_n = w.kernel[rank - 1];
+    const int64_t sh = rank == 2 ? w.strides[0] : 1, sw = w.strides[rank - 1];
+    const int64_t dh = rank == 2 ? w.dilations[0] : 1, dw = w.dilations[rank - 1];
+    const int64_t ph = rank == 2 ? w.pads[0] : 0, pw = w.pads[rank - 1];
+    parallel_for(pool, channels * kernel_size, static_cast<double>(out_size), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t c = row / kernel_size;
+        const int64_t kh = (row % kernel_size) / kw_n;
+        const int64_t kw = row % kw_n;
+        const T* xc = x + c * in_size;
+        T* dst = col + row * out_size;
+        for (int64_t oh = 0; oh < oh_n; ++oh) {
+          const int64_t ih = oh * sh - ph + kh * dh;
+          T* out = dst + oh * ow_n;
+          if (ih < 0 || ih >= ih_n) {
+            std::fill(out, out + ow_n, T(0));
+            continue;
+          }
+          const T* xrow = xc + ih * iw_n;
+          const int64_t iw0 = kw * dw - pw;
+          if (sw == 1) {
+            // Valid output columns are those with 0 <= ow + iw0 < iw_n.
+            const int64_t lo = std::clamp<int64_t>(-iw0, 0, ow_n);
+            const int64_t hi = std::clamp<int64_t>(iw_n - iw0, lo, ow_n);
+            std::fill(out, out + lo, T(0));
+            std::memcpy(out + lo, xrow + lo + iw0, static_cast<size_t>(hi - lo) * sizeof(T));
+            std::fill(out + hi, out + ow_n, T(0));
+          } else {
+            for (int64_t ow = 0; ow < ow_n; ++ow) {
+              const int64_t iw = ow * sw + iw0;
+              out[ow] = (iw >= 0 && iw < iw_n) ? xrow[iw] : T(0);
+            }
+          }
+        }
+      }
+    });
+    return;
+  }
+  // Any spatial rank: walk kernel and output positions as mixed-radix counters.
+  parallel_for(pool, channels * kernel_size, static_cast<double>(out_size * rank), [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> koff(rank), opos(rank);
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t c = row / kernel_size;
+      int64_t rest = row % kernel_size;
+      for (size_t d = rank; d-- > 0;) {
+        koff[d] = rest % w.kernel[d];
+        rest /= w.kernel[d];
+      }
+      const T* xc = x + c * in_size;
+      T* dst = col + row * out_size;
+      std::fill(opos.begin(), opos.end(), 0);
+      for (int64_t o = 0; o < out_size; ++o) {
+        int64_t offset = 0;
+        bool inside = true;
+        for (size_t d = 0; d < rank; ++d) {
+          const int64_t i = opos[d] * w.strides[d] - w.pads[d] + koff[d] * w.dilations[d];
+          if (i < 0 || i >= w.input[d]) {
+            inside = false;
+            break;
+          }
+          offset = offset * w.input[d] + i;
+        }
+        dst[o] = inside ? xc[offset] : T(0);
+        for (size_t d = rank; d-- > 0;) {
+          if (++opos[d] < w.output[d]) break;
+          opos[d] = 0;
+        }
+      }
+    }
+  });
+}
+
+// Y = conv(X, W) + B for one element type that has a GEMM (float, double).
+template <typename T>
+void convolve(const T* x, const T* weights, const T* bias, T* y, int64_t batch, int64_t in_channels,
+              int64_t out_channels, int64_t group, const Window& w, ThreadPool* pool) {
+  const int64_t cg = in_channels / group;
+  const int64_t mg = out_channels / group;
+  const int64_t in_size = w.input_size();
+  const int64_t out_size = w.output_size();
+  const int64_t kg = cg * w.kernel_size();
+  bool pointwise = true;  // 1x1, stride 1, no padding: X is already the column matrix
+  for (size_t d = 0; d < w.rank(); ++d) {
+    pointwise = pointwise && w.kernel[d] == 1 && w.strides[d] == 1 && w.pads[d] == 0 && w.pads[d + w.rank()] == 0;
+  }
+  // One image and group: Y_g (mg x out) = W_g (mg x kg) * col (kg x out) (+ bias).
+  auto run_one = [&](int64_t n, int64_t g, T* col, ThreadPool* inner_pool) {
+    const T* xg = x + (n * in_channels + g * cg) * in_size;
+    T* yg = y + (n * out_channels + g * mg) * out_size;
+    const T* source = xg;
+    if (!pointwise) {
+      im2col(xg, cg, w, col, inner_pool);
+      source = col;
+    }
+    T beta = T(0);
+    if (bias != nullptr) {
+      for (int64_t m = 0; m < mg; ++m) std::fill(yg + m * out_size, yg + (m + 1) * out_size, bias[g * mg + m]);
+      beta = T(1);
+    }
+    gemm<T>(false, false, mg, out_size, kg, T(1), weights + g * mg * kg, kg, source, out_size, beta, yg, out_size,
+            inner_pool);
+  };
+  const size_t col_count = pointwise ? 0 : static_cast<size_t>(kg * out_size);
+  if (group == 1 || pool == nullptr) {
+    std::vector<T> col(col_count);
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t g = 0; g < group; ++g) run_one(n, g, col.data(), pool);
+    return;
+  }
+  // Grouped (depthwise included): each (image, group) is small, so run them in
+  // parallel with single-threaded GEMMs.
+  parallel_for(pool, batch * group, 2.0 * static_cast<double>(mg * kg * out_size), [&](int64_t begin, int64_t end) {
+    std::vector<T> col(col_count);
+    for (int64_t task = begin; task < end; ++task) run_one(task / group, task % group, col.data(), nullptr);
+  });
+}
+
+class ConvKernel final : public Kernel {
+ public:
+  explicit ConvKernel(const KernelInfo& info)
+      : attrs_(nn::WindowAttributes::from(info)), group_(info.attr_int("group", 1)) {
+    attrs_.ceil_mode = false;
+    if (group_ < 1) throw Error(invalid_model(info.label(), ": attribute group is ", group_, ", expected >= 1"));
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor* x = ctx.input_tensor(0);
+    const Tensor* w = ctx.input_tensor(1);
+    const Tensor* b = ctx.input_tensor(2);
+    if (x == nullptr || w == nullptr) return invalid_argument(ctx.label(), ": inputs X and W are required");
+    if (x->rank() < 3) {
+      return invalid_argument(ctx.label(), ": input X has rank ", x->rank(), ", expected at least 3 (N,C,spatial...)");
+    }
+    if (w->rank() != x->rank()) {
+      return invalid_argument(ctx.label(), ": input W has rank ", w->rank(), ", expected ", x->rank(),
+                              " (the rank of X: M, C/group, kernel...)");
+    }
+    if (w->dtype() != x->dtype() || (b != nullptr && b->dtype() != x->dtype())) {
+      return invalid_argument(ctx.label(), ": inputs have element types ", dtype_name(x->dtype()), " and ",
+                              dtype_name(w->dtype()), ", expected one type");
+    }
+    const int64_t batch = x->dim(0), in_channels = x->dim(1), out_channels = w->dim(0);
+    if (w->dim(1) * group_ != in_channels) {
+      return invalid_argument(ctx.label(), ": input X has ", in_channels, " channels, but W expects ",
+                              w->dim(1) * group_, " (W.shape[1]=", w->dim(1), " x group=", group_, ")");
+    }
+    if (out_channels % group_ != 0) {
+      return invalid_argument(ctx.label(), ": W has ", out_channels, " output channels, expected a multiple of group ",
+                              group_);
+    }
+    if (b != nullptr && (b->rank() != 1 || b->dim(0) != out_channels)) {
+      return invalid_argument(ctx.label(), ": input B has shape ", shape_to_string(b->shape()), ", expected [",
+                              out_channels, "]");
+    }
+    const std::vector<int64_t> kernel_from_w = nn::tail(w->shape(), 2);
+    ONYX_ASSIGN_OR_RETURN(Window win, nn::resolve_window(ctx.label(), attrs_, nn::tail(x->shape(), 2), kernel_from_w));
+    if (win.kernel != kernel_from_w) {
+      return invalid_argument(ctx.label(), ": kernel_shape ", shape_to_string(win.kernel),
+                              " does not match W's spatial shape ", shape_to_string(kernel_from_w));
+    }
+    Shape out_shape{batch, out_channels};
+    out_shape.insert(out_shape.end(), win.output.begin(), win.output.end());
+    Tensor& y = ctx.allocate_output(0, x->dtype(), out_shape);
+    if (y.size() == 0) return Status::ok();
+    ThreadPool* pool = ctx.thread_pool();
+    return dispatch_float(x->dtype(), [&](auto tag) -> Status {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        convolve<T>(x->data<T>(), w->data<T>(), b ? b->data<T>() : nullptr, y.data<T>(), batch, in_channels,
+                    out_channels, group_, win, pool);
+      } else {
+        const Tensor xf = nn::to_float<T>(*x), wf = nn::to_float<T>(*w);
+        Tensor bf;
+        if (b != nullptr) bf = nn::to_float<T>(*b);
+        std::vector<float> yf(static_cast<size_t>(y.size()));
+        convolve<float>(xf.data<float>(), wf.data<float>(), b ? bf.data<float>() : nullptr, yf.data(), batch,
+                        in_channels, out_channels, group_, win, pool);
+        nn::from_float<T>(yf.data(), y.size(), y.data<T>());
+      }
+      return Status::ok();
+    });
+  }
+
+ private:
+  nn::WindowAttributes attrs_;
+  int64_t group_;
+};
+
+ONYX_REGISTER_CPU_KERNEL("", "Conv", 1, 10, types::floats(), ConvKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Conv", 11, kLatestVersion, types::floats(), ConvKernel);
+
+}  // namespace
+}  // namespace onyx::cpu

@@ -1,0 +1,98 @@
+// Gemm: Y = alpha * op(A) * op(B) + beta * C, with C broadcast to M x N
+// (optional from version 11; versions 1-6 carry a `broadcast` flag, which only
+// restricts what is legal, so broadcasting is always accepted here).
+#include <type_traits>
+#include <vector>
+
+#include "providers/cpu/dispatch.h"
+#include "providers/cpu/gemm/sgemm.h"
+#include "providers/cpu/nn/nn_util.h"
+
+namespace onyx::cpu {
+namespace {
+
+class GemmKernel final : public Kernel {
+ public:
+  explicit GemmKernel(const KernelInfo& info)
+      : trans_a_(info.attr_int("transA", 0) != 0),
+        trans_b_(info.attr_int("transB", 0) != 0),
+        alpha_(info.attr_float("alpha", 1.0f)),
+        beta_(info.attr_float("beta", 1.0f)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor* a = ctx.input_tensor(0);
+    const Tensor* b = ctx.input_tensor(1);
+    const Tensor* c = ctx.input_tensor(2);
+    const std::string label = ctx.label();
+    if (a == nullptr || b == nullptr) return invalid_argument(label, ": inputs A and B are required");
+    if (a->rank() != 2 || b->rank() != 2) {
+      return invalid_argument(label, ": inputs A and B have ranks ", a->rank(), " and ", b->rank(), ", expected 2 and 2");
+    }
+    if (a->dtype() != b->dtype() || (c != nullptr && c->dtype() != a->dtype())) {
+      return invalid_argument(label, ": inputs have element types ", dtype_name(a->dtype()), " and ",
+                              dtype_name(b->dtype()), ", expected one type");
+    }
+    const int64_t M = trans_a_ ? a->dim(1) : a->dim(0);
+    const int64_t K = trans_a_ ? a->dim(0) : a->dim(1);
+    const int64_t N = trans_b_ ? b->dim(0) : b->dim(1);
+    const int64_t kb = trans_b_ ? b->dim(1) : b->dim(0);
+    if (K != kb) {
+      return invalid_argument(label, ": op(A) is ", M, "x", K, " and op(B) is ", kb, "x", N, "; the inner dims differ");
+    }
+    // C broadcasts to M x N: right-aligned, each dim equal or 1.
+    int64_t c_rows = 1, c_cols = 1;
+    if (c != nullptr) {
+      if (c->rank() > 2) return invalid_argument(label, ": input C has rank ", c->rank(), ", expected at most 2");
+      c_cols = c->rank() >= 1 ? c->dim(c->rank() - 1) : 1;
+      c_rows = c->rank() == 2 ? c->dim(0) : 1;
+      if ((c_rows != 1 && c_rows != M) || (c_cols != 1 && c_cols != N)) {
+        return invalid_argument(label, ": input C has shape ", shape_to_string(c->shape()),
+                                ", expected one that broadcasts to [", M, ",", N, "]");
+      }
+    }
+    Tensor& y = ctx.allocate_output(0, a->dtype(), {M, N});
+    ThreadPool* pool = ctx.thread_pool();
+    const bool use_c = c != nullptr && beta_ != 0.0f;
+    auto run = [&](auto* yp, const auto* ap, const auto* bp, const auto* cp) {
+      using T = std::remove_cv_t<std::remove_pointer_t<decltype(ap)>>;
+      if (use_c) {
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j)
+            yp[i * N + j] = cp[(c_rows == 1 ? 0 : i) * c_cols + (c_cols == 1 ? 0 : j)];
+      }
+      gemm<T>(trans_a_, trans_b_, M, N, K, static_cast<T>(alpha_), ap, a->dim(1), bp, b->dim(1),
+              use_c ? static_cast<T>(beta_) : T(0), yp, N, pool);
+    };
+    return dispatch_numeric(a->dtype(), [&](auto tag) -> Status {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
+                    std::is_same_v<T, int64_t> || std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>) {
+        run(y.data<T>(), a->data<T>(), b->data<T>(), use_c ? c->data<T>() : static_cast<const T*>(nullptr));
+        return Status::ok();
+      } else if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+        const Tensor af = nn::to_float<T>(*a), bf = nn::to_float<T>(*b);
+        Tensor cf;
+        if (use_c) cf = nn::to_float<T>(*c);
+        std::vector<float> yf(static_cast<size_t>(M * N));
+        run(yf.data(), af.data<float>(), bf.data<float>(), use_c ? cf.data<float>() : static_cast<const float*>(nullptr));
+        nn::from_float<T>(yf.data(), M * N, y.data<T>());
+        return Status::ok();
+      } else {
+        return not_implemented(label, ": Gemm of ", dtype_name(a->dtype()), " is not supported");
+      }
+    });
+  }
+
+ private:
+  bool trans_a_, trans_b_;
+  float alpha_, beta_;
+};
+
+ONYX_REGISTER_CPU_KERNEL("", "Gemm", 1, 6, types::floats(), GemmKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Gemm", 7, 8, types::floats(), GemmKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Gemm", 9, 10, types::numeric(), GemmKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Gemm", 11, 12, types::numeric(), GemmKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Gemm", 13, kLatestVersion, types::numeric(), GemmKernel);
+
+}  // namespace
+}  // namespace onyx::cpu

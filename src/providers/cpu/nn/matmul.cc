@@ -1,0 +1,202 @@
+// MatMul and MatMulInteger: numpy matmul semantics (1-D operands promoted and
+// their unit dim dropped, batch dims broadcast), one GEMM per batch matrix.
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "providers/cpu/dispatch.h"
+#include "providers/cpu/gemm/sgemm.h"
+#include "providers/cpu/nn/nn_util.h"
+
+namespace onyx::cpu {
+namespace {
+
+// The batch layout of A (.. x M x K) times B (.. x K x N).
+struct MatMulPlan {
+  int64_t M = 0, N = 0, K = 0;
+  Shape output;                   // the result's shape, 1-D dims dropped
+  std::vector<int64_t> a_offset;  // per output batch matrix, element offset of its A matrix
+  std::vector<int64_t> b_offset;
+  bool b_shared = false;  // every batch uses the same B: A's batches fold into M
+};
+
+Result<MatMulPlan> plan_matmul(const std::string& label, const Shape& a_shape, const Shape& b_shape) {
+  if (a_shape.empty() || b_shape.empty()) {
+    return invalid_argument(label, ": inputs have shapes ", shape_to_string(a_shape), " and ", shape_to_string(b_shape),
+                            ", expected rank >= 1 (matmul of scalars is undefined)");
+  }
+  Shape a = a_shape, b = b_shape;
+  const bool a_vector = a.size() == 1, b_vector = b.size() == 1;
+  if (a_vector) a.insert(a.begin(), 1);
+  if (b_vector) b.push_back(1);
+  MatMulPlan p;
+  p.M = a[a.size() - 2];
+  p.K = a[a.size() - 1];
+  p.N = b[b.size() - 1];
+  if (b[b.size() - 2] != p.K) {
+    return invalid_argument(label, ": inputs have shapes ", shape_to_string(a_shape), " and ", shape_to_string(b_shape),
+                            "; the inner dims differ (", p.K, " vs ", b[b.size() - 2], ")");
+  }
+  const size_t batch_rank = std::max(a.size(), b.size()) - 2;
+  Shape batch(batch_rank), a_batch(batch_rank, 1), b_batch(batch_rank, 1);
+  std::copy(a.begin(), a.end() - 2, a_batch.begin() + static_cast<std::ptrdiff_t>(batch_rank - (a.size() - 2)));
+  std::copy(b.begin(), b.end() - 2, b_batch.begin() + static_cast<std::ptrdiff_t>(batch_rank - (b.size() - 2)));
+  for (size_t d = 0; d < batch_rank; ++d) {
+    if (a_batch[d] != b_batch[d] && a_batch[d] != 1 && b_batch[d] != 1) {
+      return invalid_argument(label, ": batch dims of ", shape_to_string(a_shape), " and ", shape_to_string(b_shape),
+                              " do not broadcast (", a_batch[d], " vs ", b_batch[d], ")");
+    }
+    batch[d] = (a_batch[d] == 1) ? b_batch[d] : a_batch[d];
+  }
+  p.output = batch;
+  if (!a_vector) p.output.push_back(p.M);
+  if (!b_vector) p.output.push_back(p.N);
+  const int64_t count = shape_size(batch);
+  p.b_shared = shape_size(b_batch) == 1;
+  p.a_offset.resize(static_cast<size_t>(count));
+  p.b_offset.resize(static_cast<size_t>(count));
+  std::vector<int64_t> index(batch_rank, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t ao = 0, bo = 0;
+    for (size_t d = 0; d < batch_rank; ++d) {
+      ao = ao * a_batch[d] + (a_batch[d] == 1 ? 0 : index[d]);
+      bo = bo * b_batch[d] + (b_batch[d] == 1 ? 0 : index[d]);
+    }
+    p.a_offset[static_cast<size_t>(i)] = ao * p.M * p.K;
+    p.b_offset[static_cast<size_t>(i)] = bo * p.K * p.N;
+    for (size_t d = batch_rank; d-- > 0;) {
+      if (++index[d] < batch[d]) break;
+      index[d] = 0;
+    }
+  }
+  return p;
+}
+
+template <typename T>
+void run_plan(const MatMulPlan& p, const T* a, const T* b, T* y, ThreadPool* pool) {
+  const int64_t count = static_cast<int64_t>(p.a_offset.size());
+  if (count == 0 || p.M == 0 || p.N == 0) return;
+  // A's batch matrices are consecutive when B is shared and A is not broadcast.
+  bool a_consecutive = p.b_shared;
+  for (int64_t i = 0; a_consecutive && i < count; ++i) a_consecutive = p.a_offset[static_cast<size_t>(i)] == i * p.M * p.K;
+  if (a_consecutive) {
+    gemm<T>(false, false, count * p.M, p.N, p.K, T(1), a, p.K, b, p.N, T(0), y, p.N, pool);
+    return;
+  }
+  const double flops = 2.0 * static_cast<double>(p.M * p.N * p.K);
+  const int parallelism = pool ? pool->parallelism() : 1;
+  if (count >= parallelism && flops < 4.0e6) {
+    parallel_for(pool, count, flops, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        gemm<T>(false, false, p.M, p.N, p.K, T(1), a + p.a_offset[static_cast<size_t>(i)], p.K,
+                b + p.b_offset[static_cast<size_t>(i)], p.N, T(0), y + i * p.M * p.N, p.N, nullptr);
+      }
+    });
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    gemm<T>(false, false, p.M, p.N, p.K, T(1), a + p.a_offset[static_cast<size_t>(i)], p.K,
+            b + p.b_offset[static_cast<size_t>(i)], p.N, T(0), y + i * p.M * p.N, p.N, pool);
+  }
+}
+
+class MatMulKernel final : public Kernel {
+ public:
+  explicit MatMulKernel(const KernelInfo&) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor* a = ctx.input_tensor(0);
+    const Tensor* b = ctx.input_tensor(1);
+    if (a == nullptr || b == nullptr) return invalid_argument(ctx.label(), ": inputs A and B are required");
+    if (a->dtype() != b->dtype()) {
+      return invalid_argument(ctx.label(), ": input A is ", dtype_name(a->dtype()), " and B is ", dtype_name(b->dtype()),
+                              ", expected one type");
+    }
+    ONYX_ASSIGN_OR_RETURN(MatMulPlan plan, plan_matmul(ctx.label(), a->shape(), b->shape()));
+    Tensor& y = ctx.allocate_output(0, a->dtype(), plan.output);
+    ThreadPool* pool = ctx.thread_pool();
+    return dispatch_numeric(a->dtype(), [&](auto tag) -> Status {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
+                    std::is_same_v<T, int64_t> || std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>) {
+        run_plan<T>(plan, a->data<T>(), b->data<T>(), y.data<T>(), pool);
+        return Status::ok();
+      } else if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+        const Tensor af = nn::to_float<T>(*a), bf = nn::to_float<T>(*b);
+        std::vector<float> yf(static_cast<size_t>(y.size()));
+        run_plan<float>(plan, af.data<float>(), bf.data<float>(), yf.data(), pool);
+        nn::from_float<T>(yf.data(), y.size(), y.data<T>());
+        return Status::ok();
+      } else {
+        return not_implemented(ctx.label(), ": MatMul of ", dtype_name(a->dtype()),
+                                " is not supported (expected float, double, float16, bfloat16, int32, int64, uint32 "
+                                "or uint64)");
+      }
+    });
+  }
+};
+
+ONYX_REGISTER_CPU_KERNEL("", "MatMul", 1, 8, types::floats(), MatMulKernel);
+ONYX_REGISTER_CPU_KERNEL("", "MatMul", 9, 12, types::numeric(), MatMulKernel);
+ONYX_REGISTER_CPU_KERNEL("", "MatMul", 13, kLatestVersion, types::numeric(), MatMulKernel);
+
+// MatMulInteger: (A - a_zero_point) * (B - b_zero_point) in int32. A zero point
+// is a scalar, or per row of A (M values) / per column of B (N values).
+class MatMulIntegerKernel final : public Kernel {
+ public:
+  explicit MatMulIntegerKernel(const KernelInfo&) {}
+
+  static Result<std::vector<int32_t>> widen(const std::string& label, const char* name, const Tensor& t,
+                                            const Tensor* zero_point, int64_t per_axis_length, bool per_row,
+                                            int64_t rows, int64_t cols) {
+    if (t.dtype() != DataType::kInt8 && t.dtype() != DataType::kUInt8) {
+      return invalid_argument(label, ": input ", name, " is ", dtype_name(t.dtype()), ", expected int8 or uint8");
+    }
+    if (zero_point != nullptr && zero_point->dtype() != t.dtype()) {
+      return invalid_argument(label, ": the zero point of ", name, " is ", dtype_name(zero_point->dtype()),
+                              ", expected ", dtype_name(t.dtype()));
+    }
+    const int64_t zp_count = zero_point ? zero_point->size() : 0;
+    if (zero_point != nullptr && zp_count != 1 && zp_count != per_axis_length) {
+      return invalid_argument(label, ": the zero point of ", name, " has ", zp_count, " values, expected 1 or ",
+                              per_axis_length);
+    }
+    auto read = [&](const Tensor& src, int64_t i) -> int32_t {
+      return src.dtype() == DataType::kInt8 ? src.data<int8_t>()[i] : src.data<uint8_t>()[i];
+    };
+    std::vector<int32_t> out(static_cast<size_t>(t.size()));
+    for (int64_t i = 0; i < t.size(); ++i) {
+      int32_t zp = 0;
+      if (zp_count == 1) {
+        zp = read(*zero_point, 0);
+      } else if (zp_count > 1) {
+        const int64_t within = i % (rows * cols);
+        zp = read(*zero_point, per_row ? within / cols : within % cols);
+      }
+      out[static_cast<size_t>(i)] = read(t, i) - zp;
+    }
+    return out;
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor* a = ctx.input_tensor(0);
+    const Tensor* b = ctx.input_tensor(1);
+    if (a == nullptr || b == nullptr) return invalid_argument(ctx.label(), ": inputs A and B are required");
+    ONYX_ASSIGN_OR_RETURN(MatMulPlan plan, plan_matmul(ctx.label(), a->shape(), b->shape()));
+    const int64_t a_rows = a->rank() == 1 ? 1 : plan.M;
+    const int64_t b_cols = b->rank() == 1 ? 1 : plan.N;
+    ONYX_ASSIGN_OR_RETURN(std::vector<int32_t> aw,
+                          widen(ctx.label(), "A", *a, ctx.input_tensor(2), plan.M, true, a_rows, plan.K));
+    ONYX_ASSIGN_OR_RETURN(std::vector<int32_t> bw,
+                          widen(ctx.label(), "B", *b, ctx.input_tensor(3), plan.N, false, plan.K, b_cols));
+    Tensor& y = ctx.allocate_output(0, DataType::kInt32, plan.output);
+    run_plan<int32_t>(plan, aw.data(), bw.data(), y.data<int32_t>(), ctx.thread_pool());
+    return Status::ok();
+  }
+};
+
+ONYX_REGISTER_CPU_KERNEL("", "MatMulInteger", 10, kLatestVersion, (std::vector<DataType>{DataType::kInt8, DataType::kUInt8}),
+                         MatMulIntegerKernel);
+
+}  // namespace
+}  // namespace onyx::cpu

@@ -1,0 +1,330 @@
+// Pooling: MaxPool (with the optional Indices output), AveragePool, LpPool,
+// their Global forms, and MaxRoiPool. Spatial ranks 1-3 run as 3-D with unit
+// leading dims; one (image, channel) plane per parallel task.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "providers/cpu/dispatch.h"
+#include "providers/cpu/nn/nn_util.h"
+
+namespace onyx::cpu {
+namespace {
+
+enum class PoolKind { kMax, kAverage, kLp };
+
+// A window padded out to exactly three spatial dims.
+struct Window3 {
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+};
+
+Window3 to_3d(const nn::Window& w) {
+  Window3 g;
+  const size_t r = w.rank();
+  for (size_t i = 0; i < 3; ++i) {
+    const bool real = i >= 3 - r;
+    const size_t j = real ? i - (3 - r) : 0;
+    g.in[i] = real ? w.input[j] : 1;
+    g.out[i] = real ? w.output[j] : 1;
+    g.k[i] = real ? w.kernel[j] : 1;
+    g.s[i] = real ? w.strides[j] : 1;
+    g.d[i] = real ? w.dilations[j] : 1;
+    g.pb[i] = real ? w.pads[j] : 0;
+    g.pe[i] = real ? w.pads[j + r] : 0;
+  }
+  return g;
+}
+
+// Pools one plane. For kMax, `indices` (may be null) receives the flat input
+// index (row-major, or column-major over the spatial dims when col_major).
+template <typename T>
+void pool_plane(PoolKind kind, const T* x, T* y, int64_t* indices, int64_t index_base, const Window3& g,
+                bool count_include_pad, float p, bool col_major) {
+  using C = compute_t<T>;
+  int64_t o = 0;
+  for (int64_t od = 0; od < g.out[0]; ++od)
+    for (int64_t oh = 0; oh < g.out[1]; ++oh)
+      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+        const int64_t sd = od * g.s[0] - g.pb[0], sh = oh * g.s[1] - g.pb[1], sw = ow * g.s[2] - g.pb[2];
+        C best = std::numeric_limits<C>::lowest();
+        int64_t best_index = -1;
+        double sum = 0.0;
+        int64_t valid = 0, padded = 1;
+        if (count_include_pad) {
+          // Window positions inside [-pad_begin, in + pad_end): the spec counts
+          // explicit padding but not the extra room ceil_mode adds.
+          const int64_t start[3] = {sd, sh, sw};
+          for (int i = 0; i < 3; ++i) {
+            int64_t n = 0;
+            for (int64_t kk = 0; kk < g.k[i]; ++kk) n += (start[i] + kk * g.d[i] < g.in[i] + g.pe[i]) ? 1 : 0;
+            padded *= n;
+          }
+        }
+        for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+          const int64_t id = sd + kd * g.d[0];
+          if (id < 0 || id >= g.in[0]) continue;
+          for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+            const int64_t ih = sh + kh * g.d[1];
+            if (ih < 0 || ih >= g.in[1]) continue;
+            const T* row = x + (id * g.in[1] + ih) * g.in[2];
+            for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+              const int64_t iw = sw + kw * g.d[2];
+              if (iw < 0 || iw >= g.in[2]) continue;
+              const C v = static_cast<C>(row[iw]);
+              ++valid;
+              if (kind == PoolKind::kMax) {
+                if (v > best || best_index < 0) {
+                  best = v;
+                  best_index = col_major ? (iw * g.in[1] + ih) * g.in[0] + id : (id * g.in[1] + ih) * g.in[2] + iw;
+                }
+              } else if (kind == PoolKind::kAverage) {
+                sum += static_cast<double>(v);
+              } else {
+                sum += std::pow(std::fabs(static_cast<double>(v)), static_cast<double>(p));
+              }
+            }
+          }
+        }
+        C result;
+        if (kind == PoolKind::kMax) {
+          result = best;
+          if (indices != nullptr) indices[o] = index_base + std::max<int64_t>(best_index, 0);
+        } else if (kind == PoolKind::kAverage) {
+          const int64_t divisor = count_include_pad ? padded : valid;
+          result = divisor > 0 ? static_cast<C>(sum / static_cast<double>(divisor)) : C(0);
+        } else {
+          result = static_cast<C>(std::pow(sum, 1.0 / static_cast<double>(p)));
+        }
+        y[o] = static_cast<T>(result);
+      }
+}
+
+// p may be a float attribute (LpPool-1, GlobalLpPool-1) or an int one.
+float read_p(const KernelInfo& info) {
+  const graph::Attribute* a = info.attr("p");
+  if (a == nullptr) return 2.0f;
+  return a->type == graph::AttributeType::kFloat ? a->f : static_cast<float>(a->i);
+}
+
+class PoolKernel : public Kernel {
+ public:
+  PoolKernel(const KernelInfo& info, PoolKind kind)
+      : kind_(kind),
+        attrs_(nn::WindowAttributes::from(info)),
+        count_include_pad_(info.attr_int("count_include_pad", 0) != 0),
+        col_major_(info.attr_int("storage_order", 0) != 0),
+        p_(kind == PoolKind::kLp ? read_p(info) : 0.0f) {
+    if (attrs_.kernel_shape.empty()) throw Error(invalid_model(info.label(), ": attribute kernel_shape is required"));
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor* x = ctx.input_tensor(0);
+    if (x == nullptr) return invalid_argument(ctx.label(), ": input X is required");
+    if (x->rank() < 3 || x->rank() > 5) {
+      return invalid_argument(ctx.label(), ": input X has rank ", x->rank(), ", expected 3 to 5 (N,C,spatial...)");
+    }
+    ONYX_ASSIGN_OR_RETURN(nn::Window w, nn::resolve_window(ctx.label(), attrs_, nn::tail(x->shape(), 2), {}));
+    const Window3 g = to_3d(w);
+    Shape out_shape{x->dim(0), x->dim(1)};
+    out_shape.insert(out_shape.end(), w.output.begin(), w.output.end());
+    Tensor& y = ctx.allocate_output(0, x->dtype(), out_shape);
+    int64_t* indices = nullptr;
+    if (kind_ == PoolKind::kMax && ctx.output_count() > 1 && ctx.output_requested(1)) {
+      indices = ctx.allocate_output(1, DataType::kInt64, out_shape).data<int64_t>();
+    }
+    const int64_t planes = x->dim(0) * x->dim(1);
+    const int64_t in_size = w.input_size(), out_size = w.output_size();
+    auto body = [&](auto tag) -> Status {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, bool>) {
+        return not_implemented(ctx.label(), ": bool input");
+      } else {
+        const T* xp = x->data<T>();
+        T* yp = y.data<T>();
+        parallel_for(ctx.thread_pool(), planes, static_cast<double>(out_size * w.kernel_size()),
+                     [&](int64_t begin, int64_t end) {
+                       for (int64_t plane = begin; plane < end; ++plane) {
+                         pool_plane<T>(kind_, xp + plane * in_size, yp + plane * out_size,
+                                       indices ? indices + plane * out_size : nullptr, plane * in_size, g,
+                                       count_include_pad_, p_, col_major_);
+                       }
+                     });
+        return Status::ok();
+      }
+    };
+    if (kind_ == PoolKind::kMax) return dispatch_numeric(x->dtype(), body);
+    return dispatch_float(x->dtype(), body);
+  }
+
+ private:
+  PoolKind kind_;
+  nn::WindowAttributes attrs_;
+  bool count_include_pad_;
+  bool col_major_;
+  float p_;
+};
+
+struct MaxPoolKernel final : PoolKernel {
+  explicit MaxPoolKernel(const KernelInfo& info) : PoolKernel(info, PoolKind::kMax) {}
+};
+struct AveragePoolKernel final : PoolKernel {
+  explicit AveragePoolKernel(const KernelInfo& info) : PoolKernel(info, PoolKind::kAverage) {}
+};
+struct LpPoolKernel final : PoolKernel {
+  explicit LpPoolKernel(const KernelInfo& info) : PoolKernel(info, PoolKind::kLp) {}
+};
+
+const std::vector<DataType> kMaxPoolTypes = {DataType::kFloat, DataType::kDouble, DataType::kFloat16,
+                                             DataType::kBFloat16, DataType::kInt8, DataType::kUInt8};
+
+ONYX_REGISTER_CPU_KERNEL("", "MaxPool", 1, 7, types::floats(), MaxPoolKernel);
+ONYX_REGISTER_CPU_KERNEL("", "MaxPool", 8, 9, types::floats(), MaxPoolKernel);
+ONYX_REGISTER_CPU_KERNEL("", "MaxPool", 10, 11, types::floats(), MaxPoolKernel);
+ONYX_REGISTER_CPU_KERNEL("", "MaxPool", 12, kLatestVersion, kMaxPoolTypes, MaxPoolKernel);
+ONYX_REGISTER_CPU_KERNEL("", "AveragePool", 1, 6, types::floats(), AveragePoolKernel);
+ONYX_REGISTER_CPU_KERNEL("", "AveragePool", 7, 9, types::floats(), AveragePoolKernel);
+ONYX_REGISTER_CPU_KERNEL("", "AveragePool", 10, 18, types::floats(), AveragePoolKernel);
+ONYX_REGISTER_CPU_KERNEL("", "AveragePool", 19, kLatestVersion, types::floats(), AveragePoolKernel);
+ONYX_REGISTER_CPU_KERNEL("", "LpPool", 1, 17, types::floats(), LpPoolKernel);
+ONYX_REGISTER_CPU_KERNEL("", "LpPool", 18, kLatestVersion, types::floats(), LpPoolKernel);
+
+// Global pools: one value per (image, channel) over all spatial positions.
+class GlobalPoolKernel : public Kernel {
+ public:
+  GlobalPoolKernel(const KernelInfo& info, PoolKind kind) : kind_(kind), p_(kind == PoolKind::kLp ? read_p(info) : 0.0f) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor* x = ctx.input_tensor(0);
+    if (x == nullptr) return invalid_argument(ctx.label(), ": input X is required");
+    if (x->rank() < 3) return invalid_argument(ctx.label(), ": input X has rank ", x->rank(), ", expected at least 3 (N,C,spatial...)");
+    Shape out_shape(x->shape().size(), 1);
+    out_shape[0] = x->dim(0);
+    out_shape[1] = x->dim(1);
+    Tensor& y = ctx.allocate_output(0, x->dtype(), out_shape);
+    const int64_t planes = x->dim(0) * x->dim(1);
+    const int64_t size = x->size() / std::max<int64_t>(planes, 1);
+    return dispatch_float(x->dtype(), [&](auto tag) -> Status {
+      using T = typename decltype(tag)::type;
+      const T* xp = x->data<T>();
+      T* yp = y.data<T>();
+      parallel_for(ctx.thread_pool(), planes, static_cast<double>(size), [&](int64_t begin, int64_t end) {
+        for (int64_t plane = begin; plane < end; ++plane) {
+          const T* src = xp + plane * size;
+          double acc = kind_ == PoolKind::kMax ? -std::numeric_limits<double>::infinity() : 0.0;
+          for (int64_t i = 0; i < size; ++i) {
+            const double v = static_cast<double>(static_cast<compute_t<T>>(src[i]));
+            if (kind_ == PoolKind::kMax) {
+              acc = std::max(acc, v);
+            } else if (kind_ == PoolKind::kAverage) {
+              acc += v;
+            } else {
+              acc += std::pow(std::fabs(v), static_cast<double>(p_));
+            }
+          }
+          if (kind_ == PoolKind::kAverage) acc = size > 0 ? acc / static_cast<double>(size) : 0.0;
+          if (kind_ == PoolKind::kLp) acc = std::pow(acc, 1.0 / static_cast<double>(p_));
+          yp[plane] = static_cast<T>(static_cast<compute_t<T>>(acc));
+        }
+      });
+      return Status::ok();
+    });
+  }
+
+ private:
+  PoolKind kind_;
+  float p_;
+};
+
+struct GlobalMaxPoolKernel final : GlobalPoolKernel {
+  explicit GlobalMaxPoolKernel(const KernelInfo& info) : GlobalPoolKernel(info, PoolKind::kMax) {}
+};
+struct GlobalAveragePoolKernel final : GlobalPoolKernel {
+  explicit GlobalAveragePoolKernel(const KernelInfo& info) : GlobalPoolKernel(info, PoolKind::kAverage) {}
+};
+struct GlobalLpPoolKernel final : GlobalPoolKernel {
+  explicit GlobalLpPoolKernel(const KernelInfo& info) : GlobalPoolKernel(info, PoolKind::kLp) {}
+};
+
+ONYX_REGISTER_CPU_KERNEL("", "GlobalMaxPool", 1, kLatestVersion, types::floats(), GlobalMaxPoolKernel);
+ONYX_REGISTER_CPU_KERNEL("", "GlobalAveragePool", 1, kLatestVersion, types::floats(), GlobalAveragePoolKernel);
+ONYX_REGISTER_CPU_KERNEL("", "GlobalLpPool", 1, 1, types::floats(), GlobalLpPoolKernel);
+ONYX_REGISTER_CPU_KERNEL("", "GlobalLpPool", 2, kLatestVersion, types::floats(), GlobalLpPoolKernel);
+
+// MaxRoiPool: max over each of pooled_shape bins of each region of interest
+// (rois rows are batch_index, x1, y1, x2, y2 in input coordinates / spatial_scale).
+class MaxRoiPoolKernel final : public Kernel {
+ public:
+  explicit MaxRoiPoolKernel(const KernelInfo& info)
+      : pooled_(info.attr_ints("pooled_shape")), scale_(info.attr_float("spatial_scale", 1.0f)) {
+    if (pooled_.size() != 2 || pooled_[0] < 1 || pooled_[1] < 1) {
+      throw Error(invalid_model(info.label(), ": attribute pooled_shape must be two positive values"));
+    }
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor* x = ctx.input_tensor(0);
+    const Tensor* rois = ctx.input_tensor(1);
+    if (x == nullptr || rois == nullptr) return invalid_argument(ctx.label(), ": inputs X and rois are required");
+    if (x->rank() != 4) return invalid_argument(ctx.label(), ": input X has rank ", x->rank(), ", expected 4 (N,C,H,W)");
+    if (rois->rank() != 2 || rois->dim(1) != 5 || rois->dtype() != x->dtype()) {
+      return invalid_argument(ctx.label(), ": input rois is ", rois->describe(), ", expected [num_rois, 5] of ",
+                              dtype_name(x->dtype()));
+    }
+    const int64_t n = x->dim(0), channels = x->dim(1), height = x->dim(2), width = x->dim(3);
+    const int64_t num = rois->dim(0), ph_n = pooled_[0], pw_n = pooled_[1];
+    Tensor& y = ctx.allocate_output(0, x->dtype(), {num, channels, ph_n, pw_n});
+    return dispatch_float(x->dtype(), [&](auto tag) -> Status {
+      using T = typename decltype(tag)::type;
+      using C = compute_t<T>;
+      const T* xp = x->data<T>();
+      const T* rp = rois->data<T>();
+      T* yp = y.data<T>();
+      for (int64_t r = 0; r < num; ++r) {
+        const T* roi = rp + r * 5;
+        const auto batch = static_cast<int64_t>(static_cast<C>(roi[0]));
+        if (batch < 0 || batch >= n) {
+          return invalid_argument(ctx.label(), ": roi ", r, " has batch index ", batch, ", expected in [0, ", n, ")");
+        }
+        const auto start_w = static_cast<int64_t>(std::round(static_cast<C>(roi[1]) * scale_));
+        const auto start_h = static_cast<int64_t>(std::round(static_cast<C>(roi[2]) * scale_));
+        const auto end_w = static_cast<int64_t>(std::round(static_cast<C>(roi[3]) * scale_));
+        const auto end_h = static_cast<int64_t>(std::round(static_cast<C>(roi[4]) * scale_));
+        const double bin_h = static_cast<double>(std::max<int64_t>(end_h - start_h + 1, 1)) / static_cast<double>(ph_n);
+        const double bin_w = static_cast<double>(std::max<int64_t>(end_w - start_w + 1, 1)) / static_cast<double>(pw_n);
+        for (int64_t c = 0; c < channels; ++c) {
+          const T* plane = xp + (batch * channels + c) * height * width;
+          T* out = yp + ((r * channels + c) * ph_n) * pw_n;
+          for (int64_t ph = 0; ph < ph_n; ++ph) {
+            const int64_t h0 = std::clamp<int64_t>(static_cast<int64_t>(std::floor(ph * bin_h)) + start_h, 0, height);
+            const int64_t h1 = std::clamp<int64_t>(static_cast<int64_t>(std::ceil((ph + 1) * bin_h)) + start_h, 0, height);
+            for (int64_t pw = 0; pw < pw_n; ++pw) {
+              const int64_t w0 = std::clamp<int64_t>(static_cast<int64_t>(std::floor(pw * bin_w)) + start_w, 0, width);
+              const int64_t w1 = std::clamp<int64_t>(static_cast<int64_t>(std::ceil((pw + 1) * bin_w)) + start_w, 0, width);
+              C best = 0;
+              bool any = false;
+              for (int64_t h = h0; h < h1; ++h)
+                for (int64_t w = w0; w < w1; ++w) {
+                  const C v = static_cast<C>(plane[h * width + w]);
+                  if (!any || v > best) best = v;
+                  any = true;
+                }
+              out[ph * pw_n + pw] = static_cast<T>(any ? best : C(0));
+            }
+          }
+        }
+      }
+      return Status::ok();
+    });
+  }
+
+ private:
+  std::vector<int64_t> pooled_;
+  float scale_;
+};
+
+ONYX_REGISTER_CPU_KERNEL("", "MaxRoiPool", 1, kLatestVersion, types::floats(), MaxRoiPoolKernel);
+
+}  // namespace
+}  // namespace onyx::cpu

@@ -1,0 +1,223 @@
+// The sequential executor.
+#include "session/executor.h"
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+namespace onyx::session {
+namespace {
+
+class NodeContext final : public KernelContext {
+ public:
+  NodeContext(const PlanStep& step, Frame& frame, RunState& state) : step_(step), frame_(frame), state_(state) {}
+
+  size_t input_count() const override { return step_.inputs.size(); }
+  const Value* input(size_t i) const override {
+    if (i >= step_.inputs.size() || step_.inputs[i] == graph::kNoValue) return nullptr;
+    const auto slot = static_cast<size_t>(step_.inputs[i]);
+    return frame_.present[slot] ? &frame_.slots[slot] : nullptr;
+  }
+  size_t output_count() const override { return step_.outputs.size(); }
+  bool output_requested(size_t i) const override {
+    return i < step_.outputs.size() && step_.outputs[i] != graph::kNoValue;
+  }
+  Tensor& allocate_output(size_t i, DataType dtype, const Shape& shape) override {
+    Value& v = output_slot(i);
+    Result<Tensor> t = Tensor::create(dtype, shape, allocator());
+    if (!t.is_ok()) throw Error(t.status());
+    v = Value(std::move(t).value());
+    return v.tensor();
+  }
+  void set_output(size_t i, Value value) override { output_slot(i) = std::move(value); }
+  ThreadPool* thread_pool() const override { return state_.pool; }
+  Allocator* allocator() const override { return step_.provider->allocator(); }
+  Status run_subgraph(const std::string& attr_name, const std::vector<Value>& inputs,
+                      std::vector<Value>& outputs) override {
+    auto it = step_.subgraphs.find(attr_name);
+    if (it == step_.subgraphs.end()) return invalid_model(step_.label, ": has no subgraph attribute '", attr_name, "'");
+    std::vector<const Value*> bound;
+    bound.reserve(inputs.size());
+    for (const Value& v : inputs) bound.push_back(&v);
+    return run_plan(*it->second, &frame_, bound, state_, outputs);
+  }
+  std::string label() const override { return step_.label; }
+
+ private:
+  Value& output_slot(size_t i) {
+    if (i >= step_.outputs.size()) {
+      throw Error(runtime_error("output index ", i, " is out of range (the node has ", step_.outputs.size(),
+                                " outputs)"));
+    }
+    const int32_t slot = step_.outputs[i];
+    if (slot == graph::kNoValue) {
+      // The model omitted this optional output: write to a scratch value.
+      scratch_.emplace_back();
+      return scratch_.back();
+    }
+    frame_.present[static_cast<size_t>(slot)] = true;
+    return frame_.slots[static_cast<size_t>(slot)];
+  }
+
+  const PlanStep& step_;
+  Frame& frame_;
+  RunState& state_;
+  std::vector<Value> scratch_;
+};
+
+// Prefixes the node's label unless the kernel already named it.
+Status with_label(const Status& s, const std::string& label) {
+  if (s.is_ok() || s.message().rfind(label, 0) == 0) return s;
+  return Status(s.code(), label + ": " + s.message());
+}
+
+Status run_copy(const PlanStep& step, Frame& frame) {
+  const auto src_slot = static_cast<size_t>(step.inputs[0]);
+  const auto dst_slot = static_cast<size_t>(step.outputs[0]);
+  if (!frame.present[src_slot]) return Status::ok();
+  const Value& src = frame.slots[src_slot];
+  if (!src.is_tensor()) {  // sequences and maps live on the host
+    frame.slots[dst_slot] = src;
+    frame.present[dst_slot] = true;
+    return Status::ok();
+  }
+  const Tensor& t = src.tensor();
+  Allocator* target = step.to_host ? cpu_allocator() : step.provider->allocator();
+  if (t.device() == target->device()) {
+    frame.slots[dst_slot] = src;
+    frame.present[dst_slot] = true;
+    return Status::ok();
+  }
+  ONYX_ASSIGN_OR_RETURN(Tensor dst, Tensor::create(t.dtype(), t.shape(), target));
+  if (step.to_host) {
+    ONYX_RETURN_IF_ERROR(step.provider->copy_to_host(t, dst));
+  } else {
+    ONYX_RETURN_IF_ERROR(step.provider->copy_from_host(t, dst));
+  }
+  frame.slots[dst_slot] = Value(std::move(dst));
+  frame.present[dst_slot] = true;
+  return Status::ok();
+}
+
+}  // namespace
+
+int64_t Profiler::now_us() const {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - origin_).count();
+}
+
+void Profiler::record(Event event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  events_.push_back(std::move(event));
+}
+
+std::string Profiler::write(const std::string& prefix) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto stamp = std::chrono::system_clock::now().time_since_epoch().count();
+  const std::string path = prefix + "_" + std::to_string(stamp) + ".json";
+  std::ofstream out(path);
+  out << "[\n";
+  auto escape = [](const std::string& s) {
+    std::string r;
+    for (char c : s) {
+      if (c == '"' || c == '\\') r += '\\';
+      if (static_cast<unsigned char>(c) < 0x20) continue;
+      r += c;
+    }
+    return r;
+  };
+  for (size_t i = 0; i < events_.size(); ++i) {
+    const Event& e = events_[i];
+    out << "{\"cat\":\"Node\",\"pid\":1,\"tid\":" << e.thread << ",\"dur\":" << e.duration_us << ",\"ts\":" << e.start_us
+        << ",\"ph\":\"X\",\"name\":\"" << escape(e.name) << "\",\"args\":{\"op_name\":\"" << escape(e.op_type)
+        << "\",\"provider\":\"" << escape(e.provider) << "\"}}" << (i + 1 < events_.size() ? ",\n" : "\n");
+  }
+  out << "]\n";
+  events_.clear();
+  return path;
+}
+
+Status run_plan(const GraphPlan& plan, const Frame* parent, const std::vector<const Value*>& inputs,
+                RunState& state, std::vector<Value>& outputs) {
+  const graph::Graph& graph = *plan.graph;
+  Frame frame;
+  frame.plan = &plan;
+  frame.parent = parent;
+  frame.slots.resize(plan.slot_count);
+  frame.present.assign(plan.slot_count, false);
+
+  for (const auto& [id, tensor] : graph.initializers) {
+    frame.slots[static_cast<size_t>(id)] = Value(tensor);
+    frame.present[static_cast<size_t>(id)] = true;
+  }
+  if (inputs.size() > graph.inputs.size()) {
+    return invalid_argument("graph '", graph.name, "' takes ", graph.inputs.size(), " inputs, got ", inputs.size());
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto slot = static_cast<size_t>(graph.inputs[i]);
+    if (inputs[i] == nullptr) continue;  // keep the initializer default, if any
+    frame.slots[slot] = *inputs[i];
+    frame.present[slot] = true;
+  }
+  // Outer-scope values: copied (shared, not deep) from the nearest enclosing frame that has them.
+  for (int32_t id : graph.outer_scope_values) {
+    const std::string& name = graph.value_name(id);
+    for (const Frame* f = parent; f != nullptr; f = f->parent) {
+      const int32_t pid = f->plan->graph->find_value(name);
+      if (pid >= 0 && f->present[static_cast<size_t>(pid)]) {
+        frame.slots[static_cast<size_t>(id)] = f->slots[static_cast<size_t>(pid)];
+        frame.present[static_cast<size_t>(id)] = true;
+        break;
+      }
+    }
+    if (!frame.present[static_cast<size_t>(id)]) {
+      return invalid_model("graph '", graph.name, "' reads '", name, "' from an enclosing graph, which has no value for it");
+    }
+  }
+
+  for (const PlanStep& step : plan.steps) {
+    if (state.options && state.options->terminate) return runtime_error("the run was terminated (RunOptions.terminate)");
+    const int64_t start = state.profiler ? state.profiler->now_us() : 0;
+    Status status;
+    if (step.kind == PlanStep::Kind::kCopy) {
+      status = run_copy(step, frame);
+    } else {
+      NodeContext ctx(step, frame, state);
+      try {
+        status = step.kernel->compute(ctx);
+      } catch (const Error& e) {
+        status = Status(e.code(), e.what());
+      } catch (const std::bad_alloc&) {
+        status = runtime_error("out of memory");
+      } catch (const std::exception& e) {
+        status = runtime_error(e.what());
+      }
+    }
+    if (!status.is_ok()) return with_label(status, step.label);
+    if (state.profiler) {
+      const graph::Node& node = graph.nodes[step.node_index];
+      state.profiler->record({step.kind == PlanStep::Kind::kCopy ? step.label : step.label,
+                              step.kind == PlanStep::Kind::kCopy ? "Copy" : node.op_type,
+                              step.provider ? step.provider->name() : "CPUExecutionProvider", start,
+                              state.profiler->now_us() - start,
+                              std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000});
+    }
+    for (int32_t slot : step.release_after) {
+      frame.slots[static_cast<size_t>(slot)] = Value();
+      frame.present[static_cast<size_t>(slot)] = false;
+    }
+  }
+
+  outputs.clear();
+  outputs.reserve(plan.output_slots.size());
+  for (size_t i = 0; i < plan.output_slots.size(); ++i) {
+    const auto slot = static_cast<size_t>(plan.output_slots[i]);
+    if (!frame.present[slot]) {
+      return runtime_error("graph output '", graph.value_name(graph.outputs[i]), "' was not produced");
+    }
+    outputs.push_back(frame.slots[slot]);
+  }
+  return Status::ok();
+}
+
+}  // namespace onyx::session

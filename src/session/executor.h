@@ -1,0 +1,57 @@
+// Runs a GraphPlan: binds inputs, runs each step's kernel or copy, releases
+// buffers after their last use, and records a profile when asked.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "onyx/options.h"
+#include "session/plan.h"
+
+namespace onyx::session {
+
+// Chrome-trace events, shared by every run of a session.
+class Profiler {
+ public:
+  struct Event {
+    std::string name;
+    std::string op_type;
+    std::string provider;
+    int64_t start_us;
+    int64_t duration_us;
+    size_t thread;
+  };
+  void record(Event event);
+  int64_t now_us() const;
+  // Writes the events as a Chrome-trace JSON array and returns the path.
+  std::string write(const std::string& prefix);
+
+ private:
+  std::mutex mutex_;
+  std::vector<Event> events_;
+  std::chrono::steady_clock::time_point origin_ = std::chrono::steady_clock::now();
+};
+
+// Values of one graph during one run. Subgraph frames see their parent.
+struct Frame {
+  const GraphPlan* plan = nullptr;
+  const Frame* parent = nullptr;
+  std::vector<Value> slots;
+  std::vector<bool> present;  // slot holds a value (omitted optional outputs do not)
+};
+
+struct RunState {
+  const RunOptions* options = nullptr;
+  ThreadPool* pool = nullptr;
+  Profiler* profiler = nullptr;  // null when profiling is off
+};
+
+// Runs `plan` with `inputs` bound to its graph inputs in order (missing
+// trailing inputs fall back to initializers), producing the graph outputs.
+Status run_plan(const GraphPlan& plan, const Frame* parent, const std::vector<const Value*>& inputs,
+                RunState& state, std::vector<Value>& outputs);
+
+}  // namespace onyx::session

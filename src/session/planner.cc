@@ -1,0 +1,192 @@
+// Partitioning, kernel creation, device copies and lifetimes.
+#include "session/planner.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <unordered_map>
+
+namespace onyx::session {
+namespace {
+
+std::string domain_name(const std::string& domain) { return domain.empty() ? "ai.onnx" : domain; }
+
+void collect_unsupported(const graph::Graph& graph, const std::vector<const ExecutionProvider*>& providers,
+                         std::set<std::string>& missing) {
+  for (const graph::Node& node : graph.nodes) {
+    bool found = false;
+    for (const ExecutionProvider* p : providers) {
+      if (p->kernels().find(node.domain, node.op_type, node.since_version) != nullptr) {
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      missing.insert(str_cat("(", domain_name(node.domain), ", ", node.op_type, ", ", node.since_version, ")"));
+    }
+    for (const auto& [name, attr] : node.attributes) {
+      if (attr.g) collect_unsupported(*attr.g, providers, missing);
+      for (const auto& g : attr.graphs) collect_unsupported(*g, providers, missing);
+    }
+  }
+}
+
+// Names of values a subgraph (and its own subgraphs) reads from enclosing scopes.
+void outer_names(const graph::Graph& sub, std::vector<std::string>& names) {
+  for (int32_t v : sub.outer_scope_values) names.push_back(sub.value_name(v));
+  for (const graph::Node& node : sub.nodes) {
+    for (const auto& [name, attr] : node.attributes) {
+      if (attr.g) outer_names(*attr.g, names);
+      for (const auto& g : attr.graphs) outer_names(*g, names);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> unsupported_ops(const graph::Graph& graph,
+                                         const std::vector<const ExecutionProvider*>& providers) {
+  std::set<std::string> missing;
+  collect_unsupported(graph, providers, missing);
+  return {missing.begin(), missing.end()};
+}
+
+Result<std::unique_ptr<GraphPlan>> make_plan(const graph::Graph& graph,
+                                             const std::vector<const ExecutionProvider*>& providers) {
+  auto plan = std::make_unique<GraphPlan>();
+  plan->graph = &graph;
+  plan->slot_count = graph.values.size();
+
+  // Partition: providers in order, each taking what it claims of the rest.
+  std::vector<const ExecutionProvider*> assigned(graph.nodes.size(), nullptr);
+  std::vector<size_t> remaining(graph.nodes.size());
+  for (size_t n = 0; n < remaining.size(); ++n) remaining[n] = n;
+  for (const ExecutionProvider* p : providers) {
+    if (remaining.empty()) break;
+    std::vector<size_t> claimed = p->claim(graph, remaining);
+    for (size_t n : claimed) {
+      if (n < assigned.size() && assigned[n] == nullptr) assigned[n] = p;
+    }
+    std::vector<size_t> rest;
+    for (size_t n : remaining) {
+      if (assigned[n] == nullptr) rest.push_back(n);
+    }
+    remaining.swap(rest);
+  }
+  if (!remaining.empty()) {
+    const graph::Node& node = graph.nodes[remaining.front()];
+    return not_implemented(node.label(remaining.front()), ": no execution provider has a kernel for (",
+                           domain_name(node.domain), ", ", node.op_type, ", ", node.since_version, ")");
+  }
+
+  // Where each value lives: its producer's device; inputs, initializers and
+  // outer-scope values on the host. Copies are made once per (value, device).
+  std::vector<const ExecutionProvider*> location(graph.values.size(), nullptr);  // null: host
+  std::map<std::pair<int32_t, const ExecutionProvider*>, int32_t> copies;          // (value, target) -> slot
+  auto on_host = [](const ExecutionProvider* p) { return p == nullptr || p->device().is_cpu(); };
+  auto add_copy = [&](int32_t value, const ExecutionProvider* provider, bool to_host, std::vector<PlanStep>& steps) {
+    PlanStep copy;
+    copy.kind = PlanStep::Kind::kCopy;
+    copy.provider = provider;
+    copy.to_host = to_host;
+    copy.inputs = {value};
+    const auto slot = static_cast<int32_t>(plan->slot_count++);
+    copy.outputs = {slot};
+    copy.label = std::string("copy of '") + graph.value_name(value) + (to_host ? "' to the host" : "' to " + provider->name());
+    steps.push_back(std::move(copy));
+    return slot;
+  };
+  // The slot holding `value` on the consumer's device, adding copies through
+  // the host where the value lives elsewhere.
+  auto slot_on = [&](int32_t value, const ExecutionProvider* consumer, std::vector<PlanStep>& steps) -> int32_t {
+    const ExecutionProvider* from = location[static_cast<size_t>(value)];
+    if (on_host(from) && on_host(consumer)) return value;
+    if (!on_host(from) && !on_host(consumer) && from->device() == consumer->device()) return value;
+    const ExecutionProvider* target = on_host(consumer) ? nullptr : consumer;
+    auto it = copies.find({value, target});
+    if (it != copies.end()) return it->second;
+    int32_t host_slot = value;
+    if (!on_host(from)) {
+      auto h = copies.find({value, nullptr});
+      host_slot = h != copies.end() ? h->second : add_copy(value, from, true, steps);
+      copies[{value, nullptr}] = host_slot;
+    }
+    const int32_t slot = target ? add_copy(host_slot, target, false, steps) : host_slot;
+    copies[{value, target}] = slot;
+    return slot;
+  };
+
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const graph::Node& node = graph.nodes[n];
+    const ExecutionProvider* provider = assigned[n];
+    PlanStep step;
+    step.node_index = n;
+    step.provider = provider;
+    step.label = node.label(n);
+    for (int32_t in : node.inputs) {
+      step.inputs.push_back(in == graph::kNoValue ? graph::kNoValue : slot_on(in, provider, plan->steps));
+    }
+    step.outputs = node.outputs;
+    for (int32_t out : node.outputs) {
+      if (out != graph::kNoValue) location[static_cast<size_t>(out)] = provider;
+    }
+    const KernelDef* def = provider->kernels().find(node.domain, node.op_type, node.since_version);
+    KernelInfo info(graph, node, n, provider->allocator());
+    try {
+      Result<std::unique_ptr<Kernel>> kernel = def->factory(info);
+      if (!kernel.is_ok()) {
+        return Status(kernel.status().code(), step.label + ": " + kernel.status().message());
+      }
+      step.kernel = std::move(kernel).value();
+    } catch (const Error& e) {
+      return Status(e.code(), step.label + ": " + e.what());
+    } catch (const std::exception& e) {
+      return invalid_model(step.label, ": ", e.what());
+    }
+    for (const auto& [name, attr] : node.attributes) {
+      if (attr.g) {
+        ONYX_ASSIGN_OR_RETURN(std::unique_ptr<GraphPlan> sub, make_plan(*attr.g, providers));
+        step.subgraphs.emplace(name, std::move(sub));
+      }
+    }
+    plan->steps.push_back(std::move(step));
+  }
+  for (int32_t out : graph.outputs) plan->output_slots.push_back(slot_on(out, nullptr, plan->steps));
+
+  // Lifetimes: a slot is released after the last step that reads it. Values
+  // a subgraph reads from this graph count as inputs of the node holding it.
+  std::vector<int64_t> last_use(plan->slot_count, -1);
+  for (size_t s = 0; s < plan->steps.size(); ++s) {
+    const PlanStep& step = plan->steps[s];
+    for (int32_t in : step.inputs) {
+      if (in != graph::kNoValue) last_use[static_cast<size_t>(in)] = static_cast<int64_t>(s);
+    }
+    if (step.kind == PlanStep::Kind::kNode) {
+      std::vector<std::string> names;
+      for (const auto& [attr_name, sub] : step.subgraphs) outer_names(*sub->graph, names);
+      for (const std::string& name : names) {
+        const int32_t id = graph.find_value(name);
+        if (id >= 0) last_use[static_cast<size_t>(id)] = static_cast<int64_t>(s);
+      }
+    }
+    // An output nobody reads dies right after its producer.
+    for (int32_t out : step.outputs) {
+      if (out != graph::kNoValue && last_use[static_cast<size_t>(out)] < static_cast<int64_t>(s)) {
+        last_use[static_cast<size_t>(out)] = static_cast<int64_t>(s);
+      }
+    }
+  }
+  std::vector<bool> keep(plan->slot_count, false);
+  for (int32_t out : plan->output_slots) keep[static_cast<size_t>(out)] = true;
+  for (int32_t out : graph.outputs) keep[static_cast<size_t>(out)] = true;
+  for (int32_t in : graph.inputs) keep[static_cast<size_t>(in)] = true;
+  for (const auto& [id, tensor] : graph.initializers) keep[static_cast<size_t>(id)] = true;
+  for (size_t slot = 0; slot < plan->slot_count; ++slot) {
+    if (!keep[slot] && last_use[slot] >= 0) {
+      plan->steps[static_cast<size_t>(last_use[slot])].release_after.push_back(static_cast<int32_t>(slot));
+    }
+  }
+  return plan;
+}
+
+}  // namespace onyx::session

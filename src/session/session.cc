@@ -1,0 +1,272 @@
+// InferenceSession: reads the model, builds and checks the graph, partitions it
+// across providers, plans it, and runs it. A session never changes after
+// creation; every run keeps its state in its own frames.
+#include "onyx/session.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "graph/builder.h"
+#include "model/reader.h"
+#include "providers/execution_provider.h"
+#include "session/executor.h"
+#include "session/planner.h"
+#include "session/version_resolution.h"
+
+namespace onyx {
+
+struct InferenceSession::Impl {
+  SessionOptions options;
+  model::ModelProto model;
+  std::unique_ptr<graph::Graph> graph;
+  std::vector<std::unique_ptr<ExecutionProvider>> providers;
+  std::unique_ptr<session::GraphPlan> plan;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<session::Profiler> profiler;
+  std::vector<ValueMetadata> inputs;  // graph inputs that are not initializers
+  std::vector<ValueMetadata> outputs;
+  std::vector<ValueMetadata> overridable;
+  ModelMetadata metadata;
+  std::map<std::string, int64_t> opsets;
+
+  Status init(const std::vector<std::string>& provider_names);
+  Status check_feed(const ValueMetadata& meta, const Value& value) const;
+  Status run(const std::vector<std::string>& output_names, const Feeds& feeds, const RunOptions& run_options,
+             std::vector<Value>* outputs) const;
+};
+
+namespace {
+
+ValueMetadata metadata_of(const graph::ValueEntry& v) {
+  ValueMetadata m;
+  m.name = v.name;
+  m.type = v.info.type;
+  m.has_shape = v.info.has_shape;
+  for (const graph::Dim& d : v.info.shape) {
+    m.dims.push_back(d.value);
+    m.dim_params.push_back(d.is_known() ? std::string() : d.symbol);
+  }
+  return m;
+}
+
+std::string shape_description(const ValueMetadata& m) {
+  std::string s = "[";
+  for (size_t i = 0; i < m.dims.size(); ++i) {
+    if (i) s += ",";
+    s += m.dims[i] >= 0 ? std::to_string(m.dims[i]) : (m.dim_params[i].empty() ? "?" : m.dim_params[i]);
+  }
+  return s + "]";
+}
+
+}  // namespace
+
+Status InferenceSession::Impl::init(const std::vector<std::string>& provider_names) {
+  opsets = graph::opset_map(model.opset_import);
+  ONYX_ASSIGN_OR_RETURN(graph, graph::build_graph(model));
+  ONYX_RETURN_IF_ERROR(session::resolve_versions(*graph));
+
+  // Providers in the order given; CPU is always the last resort. Names this
+  // build lacks are skipped with a warning, as scripts often list CUDA first.
+  bool has_cpu = false;
+  for (const std::string& name : provider_names) {
+    std::unique_ptr<ExecutionProvider> p = create_provider(name);
+    if (!p) {
+      if (options.log_severity_level <= 2) {
+        std::fprintf(stderr, "onyx warning: execution provider '%s' is not available in this build; skipping it\n",
+                     name.c_str());
+      }
+      continue;
+    }
+    has_cpu = has_cpu || name == kCpuProviderName;
+    providers.push_back(std::move(p));
+  }
+  if (!has_cpu) providers.push_back(make_cpu_provider());
+  std::vector<const ExecutionProvider*> provider_list;
+  for (const auto& p : providers) provider_list.push_back(p.get());
+
+  std::vector<std::string> missing = session::unsupported_ops(*graph, provider_list);
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& m : missing) list += "\n  " + m;
+    return not_implemented("the model uses ", missing.size(),
+                           " operator(s) onyx does not support (domain, op_type, version):", list);
+  }
+
+  const int threads = options.intra_op_num_threads > 0 ? options.intra_op_num_threads : ThreadPool::default_thread_count();
+  pool = std::make_unique<ThreadPool>(threads);
+  if (options.enable_profiling) profiler = std::make_unique<session::Profiler>();
+
+  ONYX_ASSIGN_OR_RETURN(plan, session::make_plan(*graph, provider_list));
+
+  for (int32_t id : graph->inputs) {
+    const graph::ValueEntry& v = graph->values[static_cast<size_t>(id)];
+    (v.is_initializer ? overridable : inputs).push_back(metadata_of(v));
+  }
+  for (int32_t id : graph->outputs) outputs.push_back(metadata_of(graph->values[static_cast<size_t>(id)]));
+
+  metadata.producer_name = model.producer_name;
+  metadata.graph_name = model.graph->name;
+  metadata.domain = model.domain;
+  metadata.description = model.doc_string;
+  metadata.graph_description = model.graph->doc_string;
+  metadata.version = model.model_version;
+  for (const auto& kv : model.metadata_props) metadata.custom_metadata_map[kv.key] = kv.value;
+  return Status::ok();
+}
+
+Status InferenceSession::Impl::check_feed(const ValueMetadata& meta, const Value& value) const {
+  const ValueType& want = meta.type;
+  if (want.kind == ValueType::Kind::kTensor) {
+    if (!value.is_tensor()) {
+      return invalid_argument("input '", meta.name, "': expected ", want.to_string(), ", got ", value.type().to_string());
+    }
+    const Tensor& t = value.tensor();
+    if (want.elem_type != DataType::kUndefined && t.dtype() != want.elem_type) {
+      return invalid_argument("input '", meta.name, "' has type tensor(", dtype_name(t.dtype()), "), expected ",
+                              want.to_string());
+    }
+    if (meta.has_shape) {
+      if (t.rank() != static_cast<int64_t>(meta.dims.size())) {
+        return invalid_argument("input '", meta.name, "' has rank ", t.rank(), " (shape ", shape_to_string(t.shape()),
+                                "), expected rank ", meta.dims.size(), " (shape ", shape_description(meta), ")");
+      }
+      for (size_t d = 0; d < meta.dims.size(); ++d) {
+        if (meta.dims[d] >= 0 && t.dim(static_cast<int64_t>(d)) != meta.dims[d]) {
+          return invalid_argument("input '", meta.name, "' has shape ", shape_to_string(t.shape()),
+                                  ", expected ", shape_description(meta), " (dimension ", d, " must be ",
+                                  meta.dims[d], ")");
+        }
+      }
+    }
+  } else if (want.kind == ValueType::Kind::kSequence && !value.is_sequence()) {
+    return invalid_argument("input '", meta.name, "': expected ", want.to_string(), ", got ", value.type().to_string());
+  } else if (want.kind == ValueType::Kind::kMap && !value.is_map()) {
+    return invalid_argument("input '", meta.name, "': expected ", want.to_string(), ", got ", value.type().to_string());
+  }
+  return Status::ok();
+}
+
+Status InferenceSession::Impl::run(const std::vector<std::string>& output_names, const Feeds& feeds,
+                                   const RunOptions& run_options, std::vector<Value>* result) const {
+  // Bind feeds to graph inputs by name.
+  std::vector<const Value*> bound(graph->inputs.size(), nullptr);
+  for (const auto& [name, value] : feeds) {
+    size_t index = graph->inputs.size();
+    for (size_t i = 0; i < graph->inputs.size(); ++i) {
+      if (graph->value_name(graph->inputs[i]) == name) index = i;
+    }
+    if (index == graph->inputs.size()) {
+      std::string names;
+      for (const auto& m : inputs) names += (names.empty() ? "'" : ", '") + m.name + "'";
+      return invalid_argument("unknown input name '", name, "'; the model's inputs are ", names.empty() ? "none" : names);
+    }
+    if (bound[index] != nullptr) return invalid_argument("input '", name, "' is fed twice");
+    const graph::ValueEntry& entry = graph->values[static_cast<size_t>(graph->inputs[index])];
+    ONYX_RETURN_IF_ERROR(check_feed(metadata_of(entry), value));
+    bound[index] = &value;
+  }
+  for (size_t i = 0; i < graph->inputs.size(); ++i) {
+    const graph::ValueEntry& entry = graph->values[static_cast<size_t>(graph->inputs[i])];
+    if (bound[i] == nullptr && !entry.is_initializer) {
+      return invalid_argument("missing input '", entry.name, "' (", entry.info.type.to_string(), ")");
+    }
+  }
+  // Which outputs.
+  std::vector<size_t> wanted;
+  if (output_names.empty()) {
+    for (size_t i = 0; i < graph->outputs.size(); ++i) wanted.push_back(i);
+  } else {
+    for (const std::string& name : output_names) {
+      size_t index = graph->outputs.size();
+      for (size_t i = 0; i < graph->outputs.size(); ++i) {
+        if (graph->value_name(graph->outputs[i]) == name) index = i;
+      }
+      if (index == graph->outputs.size()) {
+        std::string names;
+        for (const auto& m : outputs) names += (names.empty() ? "'" : ", '") + m.name + "'";
+        return invalid_argument("unknown output name '", name, "'; the model's outputs are ", names);
+      }
+      wanted.push_back(index);
+    }
+  }
+  session::RunState state;
+  state.options = &run_options;
+  state.pool = pool.get();
+  state.profiler = profiler.get();
+  std::vector<Value> all;
+  ONYX_RETURN_IF_ERROR(session::run_plan(*plan, nullptr, bound, state, all));
+  result->clear();
+  for (size_t i : wanted) result->push_back(all[i]);
+  return Status::ok();
+}
+
+InferenceSession::InferenceSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+InferenceSession::~InferenceSession() {
+  if (impl_ && impl_->profiler) impl_->profiler->write(impl_->options.profile_file_prefix);
+}
+
+std::unique_ptr<InferenceSession> InferenceSession::from_file(const std::string& path, const SessionOptions& options,
+                                                              const std::vector<std::string>& providers) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  Result<model::ModelProto> model = model::read_model_file(path);
+  if (!model.is_ok()) {
+    throw Error(Status(model.status().code(), "cannot load model '" + path + "': " + model.status().message()));
+  }
+  impl->model = std::move(model).value();
+  throw_if_error(impl->init(providers));
+  return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
+}
+
+std::unique_ptr<InferenceSession> InferenceSession::from_bytes(std::string_view bytes, const SessionOptions& options,
+                                                               const std::vector<std::string>& providers) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  Result<model::ModelProto> model = model::read_model_bytes(bytes);
+  if (!model.is_ok()) {
+    throw Error(Status(model.status().code(), "cannot load model from bytes: " + model.status().message()));
+  }
+  impl->model = std::move(model).value();
+  throw_if_error(impl->init(providers));
+  return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
+}
+
+std::vector<Value> InferenceSession::run(const std::vector<std::string>& output_names, const Feeds& feeds,
+                                         const RunOptions& run_options) const {
+  std::vector<Value> outputs;
+  throw_if_error(impl_->run(output_names, feeds, run_options, &outputs));
+  return outputs;
+}
+
+Status InferenceSession::run(const std::vector<std::string>& output_names, const Feeds& feeds,
+                             const RunOptions& run_options, std::vector<Value>* outputs) const {
+  return impl_->run(output_names, feeds, run_options, outputs);
+}
+
+const std::vector<ValueMetadata>& InferenceSession::inputs() const { return impl_->inputs; }
+const std::vector<ValueMetadata>& InferenceSession::outputs() const { return impl_->outputs; }
+const std::vector<ValueMetadata>& InferenceSession::overridable_initializers() const { return impl_->overridable; }
+const ModelMetadata& InferenceSession::metadata() const { return impl_->metadata; }
+const std::map<std::string, int64_t>& InferenceSession::opsets() const { return impl_->opsets; }
+
+std::vector<std::string> InferenceSession::providers() const {
+  std::vector<std::string> names;
+  for (const auto& p : impl_->providers) names.push_back(p->name());
+  return names;
+}
+
+std::string InferenceSession::end_profiling() {
+  if (!impl_->profiler) return "";
+  std::string path = impl_->profiler->write(impl_->options.profile_file_prefix);
+  impl_->profiler.reset();
+  return path;
+}
+
+std::vector<std::string> available_providers() { return registered_providers(); }
+
+const char* version() { return ONYX_VERSION; }
+
+}  // namespace onyx

@@ -1,0 +1,82 @@
+"""onyx.backend driven by the ONNX project's backend test runner on a few
+simple node cases, plus direct prepare/run_model/run_node calls."""
+
+import os
+import unittest.mock
+
+import numpy as np
+import onnx.backend.test
+import onnx.backend.test.runner
+import pytest
+from onnx import TensorProto, helper
+from onnx.backend.test.case.test_case import TestCase
+
+import onyx.backend
+from helpers import add_relu_model
+
+# The ONNX backend suite's node cases as files (model.onnx + test_data_set_0).
+# onnx's own loader generates all ~1,800 node cases in memory, which takes
+# minutes; here only the chosen cases are read from disk.
+BACKEND_DATA = os.environ.get("ONYX_BACKEND_DATA", "/work/shared/onnx-backend-data")
+NODE_CASES = [
+    "test_add",
+    "test_add_bcast",
+    "test_relu",
+    "test_abs",
+    "test_sigmoid",
+    "test_matmul_2d",
+    "test_identity",
+    "test_sequence_insert_at_back",
+]
+
+
+def _disk_cases(kind):
+    """The chosen node cases as onnx TestCase records pointing at their folders."""
+    if kind != "node":
+        return []  # the Real and PyTorch categories would download models
+    cases = []
+    for name in NODE_CASES:
+        folder = os.path.join(BACKEND_DATA, "node", name)
+        if os.path.exists(os.path.join(folder, "model.onnx")):
+            cases.append(TestCase(name=name, model_name=name[len("test_"):], url=None, model_dir=folder,
+                                  model=None, data_sets=None, kind="node", rtol=1e-3, atol=1e-7))
+    return cases
+
+
+if os.path.isdir(os.path.join(BACKEND_DATA, "node")):
+    with unittest.mock.patch.object(onnx.backend.test.runner, "load_model_tests",
+                                    lambda data_dir=None, kind=None: _disk_cases(kind)):
+        _runner = onnx.backend.test.BackendTest(onyx.backend, __name__)
+    globals().update(_runner.test_cases)
+else:
+
+    @pytest.mark.skip(reason=f"{BACKEND_DATA}/node not found (set ONYX_BACKEND_DATA to the ONNX backend test data)")
+    def test_onnx_backend_node_cases():
+        pass
+
+
+def test_supports_device():
+    assert onyx.backend.supports_device("CPU")
+    assert not onyx.backend.supports_device("CUDA")
+
+
+def test_prepare_and_run_model():
+    x = np.ones((2, 3), np.float32)
+    rep = onyx.backend.prepare(add_relu_model(), "CPU")
+    y, z = rep.run([x])
+    np.testing.assert_array_equal(z, 2 * x)
+    outputs = onyx.backend.run_model(add_relu_model(), {"X": x})
+    np.testing.assert_array_equal(outputs[0], y)
+    assert outputs.Y is outputs[0] or np.array_equal(outputs.Y, y)
+
+
+def test_run_node():
+    node = helper.make_node("Sub", ["a", "b"], ["c"])
+    a = np.array([3, 4], np.int64)
+    b = np.array([1, 1], np.int64)
+    (c,) = onyx.backend.run_node(node, [a, b])
+    np.testing.assert_array_equal(c, [2, 3])
+    node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT32)
+    (y,) = onyx.backend.run_node(node, [np.array([1.7, -2.2], np.float32)])
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y, [1, -2])

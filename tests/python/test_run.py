@@ -1,0 +1,208 @@
+"""Running small models made with onnx.helper, compared with onnxruntime:
+dtypes, strings, sequences, maps, optionals, zero-copy feeds and outputs."""
+
+import gc
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper
+
+import onyx
+from helpers import add_relu_model, assert_close, make_model
+
+
+def run_both(model, feeds, output_names=None):
+    data = model.SerializeToString()
+    ours = onyx.InferenceSession(data).run(output_names, feeds)
+    ref = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(output_names, feeds)
+    return ours, ref
+
+
+def test_add_relu_matches_onnxruntime():
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    ours, ref = run_both(add_relu_model(), {"X": x})
+    assert len(ours) == 2
+    for i, (a, b) in enumerate(zip(ours, ref)):
+        assert_close(a, b, f"output {i}")
+
+
+def test_output_names_select_and_order():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    session = onyx.InferenceSession(add_relu_model().SerializeToString())
+    y, z = session.run(None, {"X": x})
+    (z2,) = session.run(["Z"], {"X": x})
+    z3, y3 = session.run(["Z", "Y"], {"X": x})
+    np.testing.assert_array_equal(z, z2)
+    np.testing.assert_array_equal(z, z3)
+    np.testing.assert_array_equal(y, y3)
+    np.testing.assert_array_equal(session.run([], {"X": x})[0], y)
+
+
+def test_noncontiguous_and_readonly_feeds():
+    base = np.random.default_rng(1).standard_normal((3, 8)).astype(np.float32)
+    x = base.T[:, :3][::2]  # strided, not C-contiguous
+    assert not x.flags.c_contiguous
+    session = onyx.InferenceSession(add_relu_model().SerializeToString())
+    got = session.run(None, {"X": x})
+    want = session.run(None, {"X": np.ascontiguousarray(x)})
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    frozen = np.ascontiguousarray(x)
+    frozen.flags.writeable = False
+    np.testing.assert_array_equal(session.run(None, {"X": frozen})[0], want[0])
+
+
+def test_feeds_are_not_modified_and_outputs_are_independent():
+    x = np.random.default_rng(2).standard_normal((5, 3)).astype(np.float32)
+    before = x.copy()
+    nodes = [helper.make_node("Relu", ["X"], ["R"]), helper.make_node("Identity", ["X"], ["I"])]
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [5, 3])],
+        [
+            helper.make_tensor_value_info("R", TensorProto.FLOAT, [5, 3]),
+            helper.make_tensor_value_info("I", TensorProto.FLOAT, [5, 3]),
+        ],
+    )
+    session = onyx.InferenceSession(model.SerializeToString())
+    r, i = session.run(None, {"X": x})
+    np.testing.assert_array_equal(x, before)
+    np.testing.assert_array_equal(i, before)
+    x[:] = 7.0  # changing the feed afterwards must not change the outputs
+    np.testing.assert_array_equal(i, before)
+    np.testing.assert_array_equal(r, np.maximum(before, 0))
+
+
+def test_outputs_outlive_the_session():
+    session = onyx.InferenceSession(add_relu_model().SerializeToString())
+    y, _ = session.run(None, {"X": np.ones((2, 3), np.float32)})
+    del session
+    gc.collect()
+    np.testing.assert_array_equal(y, np.maximum(np.ones((2, 3)) + [0.5, -1.0, 2.0], 0).astype(np.float32))
+    assert y.flags.c_contiguous and y.dtype == np.float32
+
+
+def test_list_and_scalar_feeds():
+    session = onyx.InferenceSession(add_relu_model().SerializeToString())
+    with pytest.raises(RuntimeError, match="double|float64"):
+        session.run(None, {"X": [[1.0, 2.0, 3.0]]})  # float64 from a list: the model wants float
+    nodes = [helper.make_node("Add", ["A", "B"], ["C"])]
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("A", TensorProto.INT64, []), helper.make_tensor_value_info("B", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("C", TensorProto.INT64, [2])],
+    )
+    out = onyx.InferenceSession(model.SerializeToString()).run(None, {"A": np.int64(5), "B": np.array([1, 2])})[0]
+    np.testing.assert_array_equal(out, [6, 7])
+
+
+@pytest.mark.parametrize(
+    "dtype,elem",
+    [
+        (np.float32, TensorProto.FLOAT),
+        (np.float64, TensorProto.DOUBLE),
+        (np.float16, TensorProto.FLOAT16),
+        (np.int8, TensorProto.INT8),
+        (np.int32, TensorProto.INT32),
+        (np.int64, TensorProto.INT64),
+        (np.uint8, TensorProto.UINT8),
+        (np.bool_, TensorProto.BOOL),
+    ],
+)
+def test_dtypes_round_trip(dtype, elem):
+    model = make_model(
+        [helper.make_node("Identity", ["X"], ["Y"])],
+        [helper.make_tensor_value_info("X", elem, [2, 3])],
+        [helper.make_tensor_value_info("Y", elem, [2, 3])],
+    )
+    x = (np.arange(6).reshape(2, 3) % 3).astype(dtype)
+    ours, ref = run_both(model, {"X": x})
+    assert ours[0].dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(ours[0], ref[0])
+
+
+def test_bfloat16_as_uint16():
+    model = make_model(
+        [helper.make_node("Cast", ["X"], ["Y"], to=TensorProto.BFLOAT16), helper.make_node("Cast", ["Y"], ["Z"], to=TensorProto.FLOAT)],
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("Y", TensorProto.BFLOAT16, [3]), helper.make_tensor_value_info("Z", TensorProto.FLOAT, [3])],
+    )
+    y, z = onyx.InferenceSession(model.SerializeToString()).run(None, {"X": np.array([1.0, -2.5, 3.0], np.float32)})
+    assert y.dtype == np.uint16
+    np.testing.assert_array_equal(y, [0x3F80, 0xC020, 0x4040])
+    np.testing.assert_array_equal(z, [1.0, -2.5, 3.0])
+
+
+def test_string_tensors():
+    model = make_model(
+        [helper.make_node("Identity", ["S"], ["T"]), helper.make_node("Shape", ["S"], ["N"])],
+        [helper.make_tensor_value_info("S", TensorProto.STRING, [None, 2])],
+        [helper.make_tensor_value_info("T", TensorProto.STRING, [None, 2]), helper.make_tensor_value_info("N", TensorProto.INT64, [2])],
+    )
+    session = onyx.InferenceSession(model.SerializeToString())
+    for feed in (
+        np.array([["a", "bb"], ["héllo", ""]]),  # unicode '<U'
+        np.array([["a", "bb"], ["héllo", ""]], dtype=object),
+    ):
+        t, n = session.run(None, {"S": feed})
+        assert t.dtype == object and t.shape == (2, 2)
+        assert t.tolist() == [["a", "bb"], ["héllo", ""]]
+        np.testing.assert_array_equal(n, [2, 2])
+
+
+def test_sequence_output_is_a_list():
+    model = make_model(
+        [helper.make_node("SequenceConstruct", ["A", "B"], ["S"])],
+        [helper.make_tensor_value_info("A", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("B", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_sequence_value_info("S", TensorProto.FLOAT, None)],
+    )
+    a = np.array([1, 2], np.float32)
+    b = np.array([3, 4, 5], np.float32)
+    ours, ref = run_both(model, {"A": a, "B": b})
+    assert isinstance(ours[0], list) and len(ours[0]) == 2
+    assert_close(ours[0], ref[0])
+
+
+def test_sequence_input():
+    model = make_model(
+        [helper.make_node("SequenceLength", ["S"], ["N"]), helper.make_node("ConcatFromSequence", ["S"], ["C"], axis=0)],
+        [helper.make_tensor_sequence_value_info("S", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("N", TensorProto.INT64, []), helper.make_tensor_value_info("C", TensorProto.FLOAT, None)],
+    )
+    seq = [np.array([1, 2], np.float32), np.array([3], np.float32)]
+    n, c = onyx.InferenceSession(model.SerializeToString()).run(None, {"S": seq})
+    assert int(n) == 2
+    np.testing.assert_array_equal(c, [1, 2, 3])
+
+
+def test_empty_optional_output_is_none():
+    optional_type = helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2]))
+    model = make_model(
+        [helper.make_node("Optional", [], ["O"], type=helper.make_tensor_type_proto(TensorProto.FLOAT, [2])), helper.make_node("Identity", ["X"], ["Y"])],
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2])],
+        [helper.make_value_info("O", optional_type), helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2])],
+        opset=18,
+    )
+    o, y = onyx.InferenceSession(model.SerializeToString()).run(None, {"X": np.ones(2, np.float32)})
+    assert o is None
+    np.testing.assert_array_equal(y, [1, 1])
+
+
+def test_zipmap_outputs_dicts():
+    model = make_model(
+        [helper.make_node("ZipMap", ["P"], ["M"], domain="ai.onnx.ml", classlabels_strings=["cat", "dog"])],
+        [helper.make_tensor_value_info("P", TensorProto.FLOAT, [None, 2])],
+        [helper.make_value_info("M", helper.make_sequence_type_proto(helper.make_map_type_proto(TensorProto.STRING, helper.make_tensor_type_proto(TensorProto.FLOAT, []))))],
+        extra_opsets=[("ai.onnx.ml", 3)],
+    )
+    p = np.array([[0.25, 0.75], [0.5, 0.5]], np.float32)
+    ours, ref = run_both(model, {"P": p})
+    assert ours[0] == ref[0]
+    assert isinstance(ours[0][0], dict)
+
+
+def test_zero_sized_tensor():
+    session = onyx.InferenceSession(add_relu_model().SerializeToString())
+    y, z = session.run(None, {"X": np.zeros((0, 3), np.float32)})
+    assert y.shape == (0, 3) and z.shape == (0, 3)

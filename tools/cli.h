@@ -1,0 +1,37 @@
+// Shared pieces of the `onyx` command: argument parsing helpers, .npy files,
+// random inputs shaped by a model, and value printing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "onyx/session.h"
+
+namespace onyx::cli {
+
+int run_command(const std::vector<std::string>& args);
+int inspect_command(const std::vector<std::string>& args);
+int bench_command(const std::vector<std::string>& args);
+int conformance_command(const std::vector<std::string>& args);
+
+// Reads / writes NumPy .npy files (little-endian numeric and bool dtypes).
+Result<Tensor> read_npy(const std::string& path);
+Status write_npy(const Tensor& tensor, const std::string& path);
+
+// Seeded random feeds for every model input: symbolic dims become 1, floats
+// are uniform in [0, 1), integers in [0, 10), strings "a".
+Result<Feeds> random_feeds(const InferenceSession& session, uint64_t seed);
+
+// "float[1,1000] 0.1 0.2 ... " (first `count` values).
+std::string preview(const Value& value, int count = 6);
+
+// Peak resident memory of this process in bytes (VmHWM).
+int64_t peak_rss_bytes();
+
+// Exit codes.
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+}  // namespace onyx::cli

@@ -1,0 +1,472 @@
+// `onyx conformance`: runs ONNX backend test cases (model.onnx plus
+// test_data_set_*/input_*.pb and output_*.pb), each in its own process so
+// that a crash or a hang fails that case only, and compares outputs with the
+// suite's tolerances.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "cli.h"
+#include "model/reader.h"
+#include "model/tensor_proto.h"
+
+namespace onyx::cli {
+namespace {
+
+struct Options {
+  std::string dir;
+  std::vector<std::string> filters;
+  std::string expected_file;
+  std::string report_file;
+  int timeout_s = 120;
+  int jobs = 2;
+  bool verbose = false;
+  double rtol = 1e-3;
+  double atol = 1e-7;
+};
+
+struct Case {
+  std::string name;
+  std::string model;                 // model path
+  std::vector<std::string> data_sets;  // folders with input_*.pb / output_*.pb
+  std::vector<std::string> flat_outputs;  // light/: <name>_output_N.pb beside the model
+};
+
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+bool is_file(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+std::vector<std::string> list_dir(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(n);
+    }
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Files named prefix<N>.pb in numeric order.
+std::vector<std::string> numbered(const std::string& dir, const std::string& prefix) {
+  std::vector<std::pair<int, std::string>> found;
+  for (const std::string& n : list_dir(dir)) {
+    if (n.rfind(prefix, 0) == 0 && n.size() > prefix.size() + 3 && n.substr(n.size() - 3) == ".pb") {
+      const std::string digits = n.substr(prefix.size(), n.size() - prefix.size() - 3);
+      if (!digits.empty() && std::all_of(digits.begin(), digits.end(), ::isdigit)) {
+        found.emplace_back(std::stoi(digits), dir + "/" + n);
+      }
+    }
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(f.second);
+  return out;
+}
+
+// A case folder, a folder of case folders, a light/-style folder, or a root
+// holding several of those.
+void discover(const std::string& dir, std::vector<Case>& cases, int depth) {
+  if (is_file(dir + "/model.onnx")) {
+    Case c;
+    c.name = dir.substr(dir.find_last_of('/') + 1);
+    c.model = dir + "/model.onnx";
+    for (const std::string& n : list_dir(dir)) {
+      if (n.rfind("test_data_set_", 0) == 0 && is_dir(dir + "/" + n)) c.data_sets.push_back(dir + "/" + n);
+    }
+    cases.push_back(c);
+    return;
+  }
+  bool flat = false;
+  for (const std::string& n : list_dir(dir)) {
+    if (n.size() > 5 && n.substr(n.size() - 5) == ".onnx" && is_file(dir + "/" + n)) {
+      const std::string stem = n.substr(0, n.size() - 5);
+      std::vector<std::string> outs = numbered(dir, stem + "_output_");
+      if (outs.empty()) continue;
+      Case c;
+      c.name = stem;
+      c.model = dir + "/" + n;
+      c.flat_outputs = outs;
+      cases.push_back(c);
+      flat = true;
+    }
+  }
+  if (flat || depth > 2) return;
+  for (const std::string& n : list_dir(dir)) {
+    if (is_dir(dir + "/" + n)) discover(dir + "/" + n, cases, depth + 1);
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+Result<Value> load_value(const std::string& path, const ValueType& type) {
+  const std::string bytes = read_file(path);
+  if (type.kind == ValueType::Kind::kSequence) {
+    ONYX_ASSIGN_OR_RETURN(model::SequenceProto seq, model::read_sequence_proto(bytes));
+    return model::value_from_sequence_proto(seq);
+  }
+  if (type.kind == ValueType::Kind::kOptional) {
+    ONYX_ASSIGN_OR_RETURN(model::OptionalProto opt, model::read_optional_proto(bytes));
+    return model::value_from_optional_proto(opt);
+  }
+  ONYX_ASSIGN_OR_RETURN(model::TensorProto proto, model::read_tensor_proto(bytes));
+  ONYX_ASSIGN_OR_RETURN(Tensor t, model::tensor_from_proto(proto));
+  // The proto's bytes die with this function: own the data.
+  return Value(t.clone());
+}
+
+template <typename T>
+double as_double(const Tensor& t, int64_t i) {
+  return static_cast<double>(t.data<T>()[i]);
+}
+
+double element(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DataType::kFloat: return as_double<float>(t, i);
+    case DataType::kDouble: return as_double<double>(t, i);
+    case DataType::kFloat16: return as_double<Float16>(t, i);
+    case DataType::kBFloat16: return as_double<BFloat16>(t, i);
+    case DataType::kInt8: return as_double<int8_t>(t, i);
+    case DataType::kInt16: return as_double<int16_t>(t, i);
+    case DataType::kInt32: return as_double<int32_t>(t, i);
+    case DataType::kInt64: return as_double<int64_t>(t, i);
+    case DataType::kUInt8: return as_double<uint8_t>(t, i);
+    case DataType::kUInt16: return as_double<uint16_t>(t, i);
+    case DataType::kUInt32: return as_double<uint32_t>(t, i);
+    case DataType::kUInt64: return as_double<uint64_t>(t, i);
+    case DataType::kBool: return as_double<bool>(t, i);
+    default: return static_cast<double>(static_cast<const uint8_t*>(t.raw_data())[i]);
+  }
+}
+
+std::string compare(const Value& got, const Value& want, const Options& opt, const std::string& what) {
+  if (want.is_none()) return got.is_none() ? "" : what + ": expected an empty optional, got " + got.describe();
+  if (got.is_none()) return what + ": got an empty optional, expected " + want.describe();
+  if (want.is_sequence()) {
+    if (!got.is_sequence()) return what + ": expected a sequence, got " + got.describe();
+    if (got.items().size() != want.items().size()) {
+      return str_cat(what, ": sequence has ", got.items().size(), " items, expected ", want.items().size());
+    }
+    for (size_t i = 0; i < want.items().size(); ++i) {
+      std::string r = compare(got.items()[i], want.items()[i], opt, str_cat(what, "[", i, "]"));
+      if (!r.empty()) return r;
+    }
+    return "";
+  }
+  if (!got.is_tensor()) return what + ": expected a tensor, got " + got.describe();
+  const Tensor& g = got.tensor();
+  const Tensor& w = want.tensor();
+  if (g.dtype() != w.dtype()) return str_cat(what, ": type ", dtype_name(g.dtype()), ", expected ", dtype_name(w.dtype()));
+  if (g.shape() != w.shape()) {
+    return str_cat(what, ": shape ", shape_to_string(g.shape()), ", expected ", shape_to_string(w.shape()));
+  }
+  if (w.dtype() == DataType::kString) {
+    for (int64_t i = 0; i < w.size(); ++i) {
+      if (g.data<std::string>()[i] != w.data<std::string>()[i]) {
+        return str_cat(what, "[", i, "] = \"", g.data<std::string>()[i], "\", expected \"", w.data<std::string>()[i], "\"");
+      }
+    }
+    return "";
+  }
+  const bool exact = !(w.dtype() == DataType::kFloat || w.dtype() == DataType::kDouble ||
+                       w.dtype() == DataType::kFloat16 || w.dtype() == DataType::kBFloat16);
+  int64_t mismatches = 0;
+  int64_t first = -1;
+  for (int64_t i = 0; i < w.size(); ++i) {
+    const double a = element(g, i);
+    const double b = element(w, i);
+    bool ok;
+    if (std::isnan(b)) {
+      ok = std::isnan(a);
+    } else if (std::isinf(b)) {
+      ok = a == b;
+    } else if (exact) {
+      ok = a == b;
+    } else {
+      ok = std::fabs(a - b) <= opt.atol + opt.rtol * std::fabs(b);
+    }
+    if (!ok) {
+      if (first < 0) first = i;
+      ++mismatches;
+    }
+  }
+  if (mismatches == 0) return "";
+  return str_cat(what, ": ", mismatches, " of ", w.size(), " values differ; first at ", first, ": got ",
+                 element(g, first), ", expected ", element(w, first));
+}
+
+// Runs one case in this process; returns "" on success or the reason.
+std::string run_case(const Case& c, const Options& opt) {
+  try {
+    SessionOptions so;
+    so.intra_op_num_threads = 1;
+    auto session = InferenceSession::from_file(c.model, so);
+    auto run_set = [&](const std::vector<std::string>& input_files,
+                       const std::vector<std::string>& output_files) -> std::string {
+      const auto& inputs = session->inputs();
+      if (input_files.size() > inputs.size()) {
+        return str_cat("the data set has ", input_files.size(), " inputs, the model takes ", inputs.size());
+      }
+      Feeds feeds;
+      for (size_t i = 0; i < input_files.size(); ++i) {
+        Result<Value> v = load_value(input_files[i], inputs[i].type);
+        if (!v.is_ok()) return "cannot read " + input_files[i] + ": " + v.status().message();
+        feeds.emplace_back(inputs[i].name, std::move(v).value());
+      }
+      std::vector<Value> got;
+      Status s = session->run({}, feeds, {}, &got);
+      if (!s.is_ok()) return s.message();
+      const auto& outputs = session->outputs();
+      if (output_files.size() != got.size()) {
+        return str_cat("the model gave ", got.size(), " outputs, the data set has ", output_files.size());
+      }
+      for (size_t i = 0; i < output_files.size(); ++i) {
+        Result<Value> want = load_value(output_files[i], outputs[i].type);
+        if (!want.is_ok()) return "cannot read " + output_files[i] + ": " + want.status().message();
+        std::string r = compare(got[i], *want, opt, "output '" + outputs[i].name + "'");
+        if (!r.empty()) return r;
+      }
+      return "";
+    };
+    if (!c.flat_outputs.empty()) return run_set({}, c.flat_outputs);
+    for (const std::string& set : c.data_sets) {
+      std::string r = run_set(numbered(set, "input_"), numbered(set, "output_"));
+      if (!r.empty()) return r;
+    }
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+struct Outcome {
+  bool passed = false;
+  std::string reason;
+};
+
+// Forks one child per case; at most `jobs` at a time.
+std::vector<Outcome> run_isolated(const std::vector<Case>& cases, const Options& opt) {
+  std::vector<Outcome> outcomes(cases.size());
+  struct Running {
+    size_t index;
+    int fd;
+  };
+  std::map<pid_t, Running> running;
+  size_t next = 0;
+  auto collect = [&]() {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, 0);
+    auto it = running.find(pid);
+    if (it == running.end()) return;
+    std::string message;
+    char buffer[4096];
+    ssize_t n;
+    while ((n = read(it->second.fd, buffer, sizeof(buffer))) > 0) message.append(buffer, static_cast<size_t>(n));
+    close(it->second.fd);
+    Outcome& o = outcomes[it->second.index];
+    if (WIFSIGNALED(status)) {
+      const int sig = WTERMSIG(status);
+      o.reason = sig == SIGALRM ? str_cat("timed out after ", opt.timeout_s, " s")
+                                : str_cat("crashed with signal ", sig, " (", strsignal(sig), ")");
+    } else if (message.rfind("PASS", 0) == 0) {
+      o.passed = true;
+    } else if (message.rfind("FAIL ", 0) == 0) {
+      o.reason = message.substr(5);
+    } else {
+      o.reason = str_cat("exited with status ", WEXITSTATUS(status), " without a result");
+    }
+    if (opt.verbose) {
+      std::printf("%s %s%s%s\n", o.passed ? "PASS" : "FAIL", cases[it->second.index].name.c_str(),
+                  o.passed ? "" : ": ", o.reason.c_str());
+      std::fflush(stdout);
+    }
+    running.erase(it);
+  };
+  std::fflush(stdout);
+  while (next < cases.size() || !running.empty()) {
+    while (next < cases.size() && static_cast<int>(running.size()) < opt.jobs) {
+      int fds[2];
+      if (pipe(fds) != 0) {
+        outcomes[next].reason = "cannot create a pipe";
+        ++next;
+        continue;
+      }
+      const pid_t pid = fork();
+      if (pid == 0) {
+        close(fds[0]);
+        alarm(static_cast<unsigned>(opt.timeout_s));
+        std::string reason = run_case(cases[next], opt);
+        if (reason.size() > 2000) reason = reason.substr(0, 2000) + "...";
+        for (char& ch : reason) {
+          if (ch == '\n') ch = ' ';
+        }
+        const std::string message = reason.empty() ? "PASS" : "FAIL " + reason;
+        ssize_t written = write(fds[1], message.data(), message.size());
+        (void)written;
+        close(fds[1]);
+        _exit(0);
+      }
+      close(fds[1]);
+      if (pid < 0) {
+        close(fds[0]);
+        outcomes[next].reason = "cannot fork";
+        ++next;
+        continue;
+      }
+      running[pid] = Running{next, fds[0]};
+      ++next;
+    }
+    if (!running.empty()) collect();
+  }
+  return outcomes;
+}
+
+// The expected-failures list: "case_name  # reason" per line.
+std::map<std::string, std::string> read_expected(const std::string& path) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t hash = line.find('#');
+    std::string name = line.substr(0, hash);
+    name.erase(name.find_last_not_of(" \t\r") + 1);
+    name.erase(0, name.find_first_not_of(" \t"));
+    if (name.empty()) continue;
+    out[name] = hash == std::string::npos ? "" : line.substr(hash + 1);
+  }
+  return out;
+}
+
+std::string default_data_dir() {
+  if (const char* env = std::getenv("ONYX_BACKEND_DATA")) return env;
+  for (const char* candidate : {"../shared/onnx-backend-data", "../../shared/onnx-backend-data"}) {
+    if (is_dir(candidate)) return candidate;
+  }
+  // The data the installed onnx package ships.
+  if (FILE* p = popen("python3 -c \"import onnx.backend.test, os; "
+                      "print(os.path.join(os.path.dirname(onnx.backend.test.__file__), 'data'))\" 2>/dev/null",
+                      "r")) {
+    char buffer[4096] = {0};
+    std::string path = fgets(buffer, sizeof(buffer), p) ? buffer : "";
+    pclose(p);
+    while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
+    if (is_dir(path)) return path;
+  }
+  return "";
+}
+
+}  // namespace
+
+int conformance_command(const std::vector<std::string>& args) {
+  Options opt;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto need = [&]() -> bool {
+      if (i + 1 < args.size()) return true;
+      std::fprintf(stderr, "onyx conformance: %s needs a value\n", a.c_str());
+      return false;
+    };
+    if (a == "-h" || a == "--help") {
+      std::printf("usage: onyx conformance [DIR] [--filter TEXT]... [--expected FILE] [--report FILE]\n"
+                  "                        [--timeout SECONDS] [--jobs N] [-v]\n"
+                  "DIR defaults to $ONYX_BACKEND_DATA, ../shared/onnx-backend-data, or the onnx package's data.\n"
+                  "With --expected, exits 1 on a failure not in FILE or on a listed case that now passes.\n");
+      return kExitOk;
+    } else if (a == "--filter") {
+      if (!need()) return kExitUsage;
+      opt.filters.push_back(args[++i]);
+    } else if (a == "--expected") {
+      if (!need()) return kExitUsage;
+      opt.expected_file = args[++i];
+    } else if (a == "--report") {
+      if (!need()) return kExitUsage;
+      opt.report_file = args[++i];
+    } else if (a == "--timeout") {
+      if (!need()) return kExitUsage;
+      opt.timeout_s = std::max(1, std::atoi(args[++i].c_str()));
+    } else if (a == "--jobs" || a == "-j") {
+      if (!need()) return kExitUsage;
+      opt.jobs = std::max(1, std::atoi(args[++i].c_str()));
+    } else if (a == "-v" || a == "--verbose") {
+      opt.verbose = true;
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "onyx conformance: unknown option '%s'\n", a.c_str());
+      return kExitUsage;
+    } else {
+      opt.dir = a;
+    }
+  }
+  if (opt.dir.empty()) opt.dir = default_data_dir();
+  if (opt.dir.empty() || !is_dir(opt.dir)) {
+    std::fprintf(stderr, "onyx conformance: no test data found (give DIR or set ONYX_BACKEND_DATA)\n");
+    return kExitUsage;
+  }
+  std::vector<Case> all;
+  discover(opt.dir, all, 0);
+  std::vector<Case> cases;
+  for (const Case& c : all) {
+    bool keep = opt.filters.empty();
+    for (const std::string& f : opt.filters) keep = keep || c.name.find(f) != std::string::npos;
+    if (keep) cases.push_back(c);
+  }
+  std::vector<Outcome> outcomes = run_isolated(cases, opt);
+
+  size_t passed = 0;
+  for (const Outcome& o : outcomes) passed += o.passed ? 1 : 0;
+  const size_t failed = cases.size() - passed;
+  std::ostringstream report;
+  report << "onyx conformance on " << opt.dir << "\n";
+  report << passed << " passed, " << failed << " failed, of " << cases.size() << " cases\n";
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (!outcomes[i].passed) report << "FAIL " << cases[i].name << ": " << outcomes[i].reason << "\n";
+  }
+  if (!opt.report_file.empty()) {
+    std::ofstream out(opt.report_file);
+    out << report.str();
+  }
+
+  int exit_code = failed == 0 ? kExitOk : kExitFailure;
+  if (!opt.expected_file.empty()) {
+    const auto expected = read_expected(opt.expected_file);
+    std::vector<std::string> unexpected, now_passing;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const bool listed = expected.count(cases[i].name) > 0;
+      if (!outcomes[i].passed && !listed) unexpected.push_back(cases[i].name + ": " + outcomes[i].reason);
+      if (outcomes[i].passed && listed) now_passing.push_back(cases[i].name);
+    }
+    for (const auto& u : unexpected) std::printf("NEW FAILURE %s\n", u.c_str());
+    for (const auto& p : now_passing) std::printf("NOW PASSES %s (remove it from %s)\n", p.c_str(), opt.expected_file.c_str());
+    exit_code = (unexpected.empty() && now_passing.empty()) ? kExitOk : kExitFailure;
+    std::printf("expected failures: %zu listed; %zu new failures, %zu listed cases now pass\n", expected.size(),
+                unexpected.size(), now_passing.size());
+  } else if (!opt.verbose) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (!outcomes[i].passed) std::printf("FAIL %s: %s\n", cases[i].name.c_str(), outcomes[i].reason.c_str());
+    }
+  }
+  std::printf("conformance: %zu passed, %zu failed\n", passed, failed);
+  return exit_code;
+}
+
+}  // namespace onyx::cli
