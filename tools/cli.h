@@ -14,6 +14,7 @@ int run_command(const std::vector<std::string>& args);
 int inspect_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 int conformance_command(const std::vector<std::string>& args);
+int operators_command(const std::vector<std::string>& args);
 
 // Reads / writes NumPy .npy files (little-endian numeric and bool dtypes).
 Result<Tensor> read_npy(const std::string& path);

@@ -340,6 +340,7 @@ const InferenceTable& inference_table() {
     register_elementwise_inference(built);
     register_tensor_inference(built);
     register_nn_inference(built);
+    register_misc_inference(built);
     return built;
   }();
   return table;
@@ -672,7 +673,7 @@ Status infer_graph(Graph& graph, const Scope* parent, const InferenceOptions& op
     if (id < 0 || static_cast<size_t>(id) >= graph.values.size()) continue;
     ValueEntry& entry = graph.values[static_cast<size_t>(id)];
     // An initializer that is also a graph input is only a default: the caller may feed another.
-    if (!entry.is_graph_input) {
+    if (!entry.is_graph_input || options.initializers_in_inputs_are_constant) {
       entry.info = info_of_tensor(tensor);
       scope.constants.emplace(id, tensor);
       if (auto tracked = track_tensor(tensor, options)) scope.tracked.emplace(id, std::move(*tracked));

@@ -17,6 +17,11 @@ struct InferenceOptions {
   bool propagate_shape_values = true;
   // Largest tensor (in elements) whose contents are tracked for that.
   int64_t max_tracked_elements = 64;
+  // An initializer that is also a graph input is normally only a default the
+  // caller may replace (IR version >= 4), so its contents are not relied on.
+  // Models of IR version < 4 list every initializer as an input: set this
+  // for them, and those initializers count as constants.
+  bool initializers_in_inputs_are_constant = false;
 };
 
 // Walks graph.nodes in order (they must be topologically sorted) and infers

@@ -113,6 +113,7 @@ using InferenceTable = std::unordered_map<std::string, InferenceFunction>;
 void register_elementwise_inference(InferenceTable& table);
 void register_tensor_inference(InferenceTable& table);
 void register_nn_inference(InferenceTable& table);
+void register_misc_inference(InferenceTable& table);
 
 // ---- Dim helpers ----
 

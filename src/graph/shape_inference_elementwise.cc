@@ -11,8 +11,27 @@ namespace {
 // Output 0 has input 0's type and shape.
 Status same_as_input(InferenceContext& ctx) {
   ctx.set_output(0, ctx.input_type(0), ctx.input_shape(0));
-  // Shape-tracking through identity-like ops keeps Reshape chains precise.
+  return Status::ok();
+}
+
+// Identity passes tracked shape values through, keeping Reshape chains precise.
+Status identity(InferenceContext& ctx) {
+  ctx.set_output(0, ctx.input_type(0), ctx.input_shape(0));
   if (const TrackedValue* value = ctx.input_value(0)) ctx.set_output_value(0, *value);
+  return Status::ok();
+}
+
+// Neg of a tracked value (exported models compute -axis this way).
+Status negate(InferenceContext& ctx) {
+  ctx.set_output(0, ctx.input_type(0), ctx.input_shape(0));
+  if (const TrackedValue* value = ctx.input_value(0)) {
+    TrackedValue negated;
+    negated.is_scalar = value->is_scalar;
+    for (const TrackedElement& e : value->elements) {
+      negated.elements.push_back(e.known ? TrackedElement::number(-e.value) : TrackedElement{});
+    }
+    ctx.set_output_value(0, std::move(negated));
+  }
   return Status::ok();
 }
 
@@ -199,9 +218,13 @@ void register_elementwise_inference(InferenceTable& table) {
     table[op] = same_as_input;
   }
   table["RMSNormalization"] = rms_normalization;
+  table["Identity"] = identity;
+  // PRelu's slope broadcasts to X (per channel before opset 7): Y is always X's shape.
+  table["PRelu"] = same_as_input;
+  table["Neg"] = negate;
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) table[op] = arithmetic;
   for (const char* op : {"Pow", "Mod", "BitShift", "And", "Or", "Xor", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Sum",
-                         "Max", "Min", "Mean", "PRelu"}) {
+                         "Max", "Min", "Mean"}) {
     table[op] = numeric_broadcast;
   }
   for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) table[op] = compare_broadcast;

@@ -181,7 +181,16 @@ Status squeeze(InferenceContext& ctx) {
   if (const TrackedValue* value = ctx.input_value(0)) {
     if (value->elements.size() == 1) ctx.set_output_value(0, TrackedValue{value->elements, true});
   }
-  if (in == nullptr || axes.unknown) return Status::ok();
+  if (in == nullptr) return Status::ok();
+  if (axes.unknown) {
+    // Which axes go is unknown, but how many is known from the axes' length.
+    const Dims* axes_shape = ctx.input_shape(1);
+    if (axes_shape != nullptr && axes_shape->size() == 1 && (*axes_shape)[0].is_known() &&
+        (*axes_shape)[0].value <= static_cast<int64_t>(in->size())) {
+      ctx.set_output_shape(0, Dims(in->size() - static_cast<size_t>((*axes_shape)[0].value)));
+    }
+    return Status::ok();
+  }
   const int64_t rank = static_cast<int64_t>(in->size());
   std::vector<bool> drop(in->size(), false);
   if (axes.given) {
@@ -212,7 +221,14 @@ Status unsqueeze(InferenceContext& ctx) {
   if (const TrackedValue* value = ctx.input_value(0)) {
     if (value->is_scalar && axes.given && axes.values.size() == 1) ctx.set_output_value(0, TrackedValue{value->elements, false});
   }
-  if (in == nullptr || !axes.given || axes.unknown) return Status::ok();
+  if (in == nullptr || !axes.given) return Status::ok();
+  if (axes.unknown) {
+    const Dims* axes_shape = ctx.input_shape(1);
+    if (axes_shape != nullptr && axes_shape->size() == 1 && (*axes_shape)[0].is_known()) {
+      ctx.set_output_shape(0, Dims(in->size() + static_cast<size_t>((*axes_shape)[0].value)));
+    }
+    return Status::ok();
+  }
   const int64_t out_rank = static_cast<int64_t>(in->size() + axes.values.size());
   ONYX_RETURN_IF_ERROR(normalize_all(ctx, axes.values, out_rank, "axis"));
   std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
@@ -863,6 +879,19 @@ Status element_of_input(InferenceContext& ctx) {
   return Status::ok();
 }
 
+// OptionalGetElement: an optional's content; from opset 18 a plain tensor or sequence passes through.
+Status optional_get_element(InferenceContext& ctx) {
+  const TypeAndShape* in = ctx.input(0);
+  if (in == nullptr) return Status::ok();
+  if (in->type.kind == ValueType::Kind::kOptional) {
+    if (in->type.inner) ctx.set_output_type(0, *in->type.inner);
+  } else if (in->type.kind != ValueType::Kind::kUnknown) {
+    ctx.set_output_type(0, in->type);
+    if (in->has_shape) ctx.set_output_shape(0, in->shape);
+  }
+  return Status::ok();
+}
+
 Status same_value_type(InferenceContext& ctx) {
   if (const TypeAndShape* in = ctx.input(0)) ctx.set_output_type(0, in->type);
   return Status::ok();
@@ -924,7 +953,7 @@ void register_tensor_inference(InferenceTable& table) {
   table["SequenceEmpty"] = sequence_empty;
   table["SequenceAt"] = element_of_input;
   table["ConcatFromSequence"] = element_of_input;
-  table["OptionalGetElement"] = element_of_input;
+  table["OptionalGetElement"] = optional_get_element;
   table["SequenceInsert"] = same_value_type;
   table["SequenceErase"] = same_value_type;
   table["Optional"] = optional;

@@ -9,7 +9,9 @@
 #include <sstream>
 
 #include "graph/builder.h"
+#include "graph/to_proto.h"
 #include "model/reader.h"
+#include "model/writer.h"
 #include "providers/execution_provider.h"
 #include "session/executor.h"
 #include "session/planner.h"
@@ -99,6 +101,9 @@ Status InferenceSession::Impl::init(const std::vector<std::string>& provider_nam
   if (options.enable_profiling) profiler = std::make_unique<session::Profiler>();
 
   ONYX_ASSIGN_OR_RETURN(plan, session::make_plan(*graph, provider_list));
+  if (!options.optimized_model_filepath.empty()) {
+    ONYX_RETURN_IF_ERROR(model::write_model_file(graph::graph_to_model(*graph, model), options.optimized_model_filepath));
+  }
 
   for (int32_t id : graph->inputs) {
     const graph::ValueEntry& v = graph->values[static_cast<size_t>(id)];

@@ -206,3 +206,29 @@ def test_zero_sized_tensor():
     session = onyx.InferenceSession(add_relu_model().SerializeToString())
     y, z = session.run(None, {"X": np.zeros((0, 3), np.float32)})
     assert y.shape == (0, 3) and z.shape == (0, 3)
+
+
+def test_feeds_are_borrowed_and_outputs_not_copied():
+    from onyx import _onyx
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    value = _onyx.Value.from_numpy(x)
+    view = value.numpy()  # a Tensor over x's memory, shown again as numpy
+    assert np.shares_memory(view, x)
+    session = onyx.InferenceSession(add_relu_model().SerializeToString())
+    y, _ = session.run(None, {"X": np.ones((2, 3), np.float32)})
+    assert not y.flags.owndata  # the array wraps onyx's buffer
+
+
+def test_python_dash_m_onyx(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import onnx
+
+    path = tmp_path / "m.onnx"
+    onnx.save(add_relu_model(), str(path))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-m", "onyx", str(path)], capture_output=True, text=True, env=env, check=True)
+    assert "input  X: tensor(float) ['batch', 3]" in out.stdout

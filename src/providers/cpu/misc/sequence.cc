@@ -309,6 +309,43 @@ class ConcatFromSequenceKernel final : public Kernel {
   bool new_axis_;
 };
 
+// SequenceMap: runs the `body` subgraph once per item of the first sequence;
+// other sequence inputs give their i-th item, tensors are passed whole.
+class SequenceMapKernel final : public Kernel {
+ public:
+  explicit SequenceMapKernel(const KernelInfo&) {}
+  Status compute(KernelContext& ctx) const override {
+    ONYX_ASSIGN_OR_RETURN(const Sequence* first, sequence_input(ctx, 0, "input_sequence"));
+    const size_t n = first->size();
+    for (size_t k = 1; k < ctx.input_count(); ++k) {
+      const Value* v = ctx.input(k);
+      if (v == nullptr) return invalid_argument(ctx.label(), ": additional input ", k, " is missing");
+      if (v->is_sequence() && v->items().size() != n) {
+        return invalid_argument(ctx.label(), ": input ", k, " is a sequence of ", v->items().size(), " items, expected ", n);
+      }
+    }
+    std::vector<Sequence> results(ctx.output_count());
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<Value> body_in{(*first)[i]};
+      for (size_t k = 1; k < ctx.input_count(); ++k) {
+        const Value* v = ctx.input(k);
+        body_in.push_back(v->is_sequence() ? v->items()[i] : *v);
+      }
+      std::vector<Value> body_out;
+      ONYX_RETURN_IF_ERROR(ctx.run_subgraph("body", body_in, body_out));
+      if (body_out.size() != results.size()) {
+        return invalid_argument(ctx.label(), ": body gave ", body_out.size(), " outputs, expected ", results.size());
+      }
+      for (size_t o = 0; o < results.size(); ++o) results[o].push_back(std::move(body_out[o]));
+    }
+    for (size_t o = 0; o < results.size(); ++o) {
+      ValueType elem = results[o].empty() ? ValueType{} : results[o][0].type();
+      ctx.set_output(o, Value::sequence(std::move(results[o]), elem));
+    }
+    return Status::ok();
+  }
+};
+
 ONYX_REGISTER_CPU_KERNEL("", "SequenceConstruct", 11, kLatestVersion, types::all(), SequenceConstructKernel);
 ONYX_REGISTER_CPU_KERNEL("", "SequenceEmpty", 11, kLatestVersion, types::all(), SequenceEmptyKernel);
 ONYX_REGISTER_CPU_KERNEL("", "SequenceAt", 11, kLatestVersion, types::all(), SequenceAtKernel);
@@ -318,6 +355,7 @@ ONYX_REGISTER_CPU_KERNEL("", "SequenceLength", 11, kLatestVersion, types::all(),
 ONYX_REGISTER_CPU_KERNEL("", "SplitToSequence", 11, 23, types::all(), SplitToSequenceKernel);
 ONYX_REGISTER_CPU_KERNEL("", "SplitToSequence", 24, kLatestVersion, types::all(), SplitToSequenceKernel);
 ONYX_REGISTER_CPU_KERNEL("", "ConcatFromSequence", 11, kLatestVersion, types::all(), ConcatFromSequenceKernel);
+ONYX_REGISTER_CPU_KERNEL("", "SequenceMap", 17, kLatestVersion, types::all(), SequenceMapKernel);
 
 }  // namespace
 }  // namespace onyx::cpu

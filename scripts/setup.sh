@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what building and testing onyx needs on Debian 12: the compiler
+# toolchain and GoogleTest from apt, and the Python packages from PyPI.
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+
+need_apt=()
+command -v cmake >/dev/null || need_apt+=(cmake)
+command -v ninja >/dev/null || need_apt+=(ninja-build)
+command -v g++ >/dev/null || need_apt+=(g++)
+command -v ccache >/dev/null || need_apt+=(ccache)
+[ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
+command -v python3 >/dev/null || need_apt+=(python3 python3-dev python3-pip python3-venv)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+fi
+
+python_packages=(numpy onnx onnxruntime nanobind scikit-build-core pytest)
+missing=()
+for p in "${python_packages[@]}"; do
+  module=${p//-/_}
+  [ "$module" = scikit_build_core ] && module=scikit_build_core
+  python3 -c "import $module" 2>/dev/null || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  # Debian's own python3 refuses system-wide pip installs (PEP 668); a
+  # user-managed python (pyenv, venv) accepts them.
+  python3 -m pip install -q "${missing[@]}" 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages "${missing[@]}"
+fi
+echo "onyx setup: build tools and Python packages are in place"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds onyx once (C++ library, command, tests and Python extension) and runs
+# every test: GoogleTest, pytest, and the ONNX backend conformance suite
+# against its expected-failures list.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+build=${ONYX_BUILD_DIR:-build}
+jobs=$(nproc)
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j "$jobs"
+
+echo "== C++ tests"
+"$build/onyx_tests" --gtest_brief=1
+
+echo "== Python tests"
+PYTHONPATH="$root/$build/python" python3 -m pytest -q tests/python
+
+echo "== ONNX backend conformance"
+data=${ONYX_BACKEND_DATA:-$root/../shared/onnx-backend-data}
+if [ -d "$data/node" ]; then
+  "$build/onyx" conformance "$data" --expected tests/conformance/expected_failures.txt \
+    --report "$build/conformance_report.txt" --jobs "$jobs"
+else
+  echo "conformance: $data is absent; running the onnx package's own cases as a report only (no gate)"
+  "$build/onyx" conformance --report "$build/conformance_report.txt" --jobs "$jobs" || true
+fi

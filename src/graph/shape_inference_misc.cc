@@ -1,0 +1,166 @@
+// Shape inference for Einsum, GridSample, Det and the pre-1.5 experimental
+// ops (Crop, Affine, ScaledTanh, ParametricSoftplus) that old models still use.
+#include <algorithm>
+#include <map>
+
+#include "graph/shape_inference_context.h"
+
+namespace onyx::graph::inference {
+namespace {
+
+using Dims = std::vector<Dim>;
+
+// The dim two operands give one einsum letter: the known one wins; a 1 may
+// broadcast; otherwise unknown (the kernel reports real mismatches).
+Dim join_letter(const Dim& a, const Dim& b) {
+  if (a.is_known() && b.is_known()) {
+    if (a.value == b.value || b.value == 1) return a;
+    if (a.value == 1) return b;
+    return unknown_dim();
+  }
+  if (a.is_known() && a.value != 1) return a;
+  if (b.is_known() && b.value != 1) return b;
+  return same_dim(a, b) ? a : unknown_dim();
+}
+
+Status einsum(InferenceContext& ctx) {
+  ctx.set_output_type(0, ctx.input_type(0));
+  std::string equation;
+  for (char c : ctx.attr_string("equation", "")) {
+    if (c != ' ') equation += c;
+  }
+  const size_t arrow = equation.find("->");
+  const std::string lhs = equation.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t begin = 0;;) {
+    const size_t comma = lhs.find(',', begin);
+    terms.push_back(lhs.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  if (terms.size() != ctx.input_count()) {
+    return ctx.error("equation '", equation, "' has ", terms.size(), " operands but the node has ", ctx.input_count(), " inputs");
+  }
+  std::map<char, Dim> letters;
+  std::map<char, int> letter_count;
+  Dims ellipsis;
+  bool ellipsis_set = false;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    const Dims* shape = ctx.input_shape(t);
+    if (shape == nullptr) return Status::ok();
+    const std::string& term = terms[t];
+    const size_t dots = term.find("...");
+    const size_t letter_total = term.size() - (dots == std::string::npos ? 0 : 3);
+    if (letter_total > shape->size() || (dots == std::string::npos && letter_total != shape->size())) {
+      return ctx.error("operand ", t, " '", term, "' does not match input shape ", dims_to_string(*shape));
+    }
+    const size_t ellipsis_rank = shape->size() - letter_total;
+    size_t axis = 0;
+    for (size_t k = 0; k < term.size(); ++k) {
+      if (term[k] == '.') {
+        if (k == dots) {
+          Dims part(shape->begin() + static_cast<std::ptrdiff_t>(axis),
+                    shape->begin() + static_cast<std::ptrdiff_t>(axis + ellipsis_rank));
+          if (!ellipsis_set) {
+            ellipsis = part;
+            ellipsis_set = true;
+          } else {
+            auto joined = broadcast_shapes({&ellipsis, &part});
+            if (!joined.is_ok()) return ctx.error(joined.status().message());
+            ellipsis = std::move(joined).value();
+          }
+          axis += ellipsis_rank;
+        }
+        continue;
+      }
+      const char letter = term[k];
+      const Dim& dim = (*shape)[axis++];
+      auto it = letters.find(letter);
+      letters[letter] = it == letters.end() ? dim : join_letter(it->second, dim);
+      ++letter_count[letter];
+    }
+  }
+  Dims out;
+  if (arrow != std::string::npos) {
+    const std::string rhs = equation.substr(arrow + 2);
+    for (size_t k = 0; k < rhs.size(); ++k) {
+      if (rhs[k] == '.') {
+        if (rhs.compare(k, 3, "...") == 0) {
+          out.insert(out.end(), ellipsis.begin(), ellipsis.end());
+          k += 2;
+        }
+        continue;
+      }
+      auto it = letters.find(rhs[k]);
+      if (it == letters.end()) return ctx.error("output letter '", rhs[k], "' appears in no operand of '", equation, "'");
+      out.push_back(it->second);
+    }
+  } else {
+    // Implicit output: the broadcast dims, then letters used once, alphabetically.
+    out = ellipsis;
+    for (const auto& [letter, count] : letter_count) {
+      if (count == 1) out.push_back(letters[letter]);
+    }
+  }
+  ctx.set_output_shape(0, std::move(out));
+  return Status::ok();
+}
+
+// GridSample: Y is [N, C, grid's spatial dims...].
+Status grid_sample(InferenceContext& ctx) {
+  ctx.set_output_type(0, ctx.input_type(0));
+  const Dims* x = ctx.input_shape(0);
+  const Dims* grid = ctx.input_shape(1);
+  if (x == nullptr || grid == nullptr || x->size() < 3 || grid->size() != x->size()) return Status::ok();
+  Dims out{(*x)[0], (*x)[1]};
+  out.insert(out.end(), grid->begin() + 1, grid->end() - 1);
+  ctx.set_output_shape(0, std::move(out));
+  return Status::ok();
+}
+
+// Det: the batch dims of [..., M, M].
+Status det(InferenceContext& ctx) {
+  ctx.set_output_type(0, ctx.input_type(0));
+  const Dims* x = ctx.input_shape(0);
+  if (x == nullptr) return Status::ok();
+  if (x->size() < 2) return ctx.error("input X has rank ", x->size(), ", expected >= 2 (..., M, M)");
+  ctx.set_output_shape(0, Dims(x->begin(), x->end() - 2));
+  return Status::ok();
+}
+
+Status same_as_input(InferenceContext& ctx) {
+  ctx.set_output(0, ctx.input_type(0), ctx.input_shape(0));
+  return Status::ok();
+}
+
+// Crop (experimental, removed in ONNX 1.5): border = [left, top, right, bottom]; scale = [height, width].
+Status crop(InferenceContext& ctx) {
+  ctx.set_output_type(0, ctx.input_type(0));
+  const Dims* x = ctx.input_shape(0);
+  if (x == nullptr || x->size() != 4) return Status::ok();
+  const auto border = ctx.attr_ints("border").value_or(std::vector<int64_t>{});
+  const auto scale = ctx.attr_ints("scale");
+  if (border.size() != 4) return Status::ok();
+  Dims out{(*x)[0], (*x)[1], unknown_dim(), unknown_dim()};
+  if (scale && scale->size() == 2) {
+    out[2] = Dim::known((*scale)[0]);
+    out[3] = Dim::known((*scale)[1]);
+  } else {
+    if ((*x)[2].is_known()) out[2] = Dim::known(std::max<int64_t>(0, (*x)[2].value - border[1] - border[3]));
+    if ((*x)[3].is_known()) out[3] = Dim::known(std::max<int64_t>(0, (*x)[3].value - border[0] - border[2]));
+  }
+  ctx.set_output_shape(0, std::move(out));
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_misc_inference(InferenceTable& table) {
+  table["Einsum"] = einsum;
+  table["GridSample"] = grid_sample;
+  table["Det"] = det;
+  table["Crop"] = crop;
+  for (const char* op : {"Affine", "ScaledTanh", "ParametricSoftplus"}) table[op] = same_as_input;
+}
+
+}  // namespace onyx::graph::inference
