@@ -153,6 +153,79 @@ Status crop(InferenceContext& ctx) {
   return Status::ok();
 }
 
+// ---- ai.onnx.ml: mostly types, which is what the session needs to plan ----
+
+ValueType map_of(DataType key, DataType value) {
+  ValueType t;
+  t.kind = ValueType::Kind::kMap;
+  t.key_type = key;
+  t.inner = std::make_shared<ValueType>(ValueType::tensor(value));
+  return t;
+}
+
+Status zip_map(InferenceContext& ctx) {
+  ValueType seq;
+  seq.kind = ValueType::Kind::kSequence;
+  const DataType key = ctx.has_attribute("classlabels_strings") ? DataType::kString : DataType::kInt64;
+  seq.inner = std::make_shared<ValueType>(map_of(key, DataType::kFloat));
+  ctx.set_output_type(0, seq);
+  return Status::ok();
+}
+
+Status label_encoder(InferenceContext& ctx) {
+  DataType type = DataType::kUndefined;
+  if (ctx.has_attribute("values_strings") || ctx.has_attribute("default_string")) type = DataType::kString;
+  if (ctx.has_attribute("values_int64s")) type = DataType::kInt64;
+  if (ctx.has_attribute("values_floats")) type = DataType::kFloat;
+  if (const Attribute* values = ctx.node().attribute("values_tensor"); values != nullptr && values->t.defined()) {
+    type = values->t.dtype();
+  }
+  if (type == DataType::kUndefined && ctx.since_version() < 2) {
+    // LabelEncoder-1 maps strings to int64 and back.
+    type = ctx.input_type(0) == DataType::kString ? DataType::kInt64 : DataType::kString;
+  }
+  ctx.set_output(0, type, ctx.input_shape(0));
+  return Status::ok();
+}
+
+Status category_mapper(InferenceContext& ctx) {
+  const DataType in = ctx.input_type(0);
+  if (in == DataType::kUndefined) return Status::ok();
+  ctx.set_output(0, in == DataType::kString ? DataType::kInt64 : DataType::kString, ctx.input_shape(0));
+  return Status::ok();
+}
+
+Status float_same_shape(InferenceContext& ctx) {
+  ctx.set_output(0, DataType::kFloat, ctx.input_shape(0));
+  return Status::ok();
+}
+
+Dim batch_of(InferenceContext& ctx) {
+  const Dims* x = ctx.input_shape(0);
+  if (x == nullptr || x->empty()) return unknown_dim();
+  return x->size() == 1 ? Dim::known(1) : (*x)[0];
+}
+
+// Classifiers: label [N] (int64 or string by the class labels given), scores [N, classes].
+Status classifier(InferenceContext& ctx) {
+  const bool string_labels = ctx.has_attribute("classlabels_strings");
+  const Dim n = batch_of(ctx);
+  ctx.set_output_type(0, string_labels ? DataType::kString : DataType::kInt64);
+  ctx.set_output_shape(0, {n});
+  ctx.set_output_type(1, DataType::kFloat);
+  ctx.set_output_shape(1, {n, unknown_dim()});
+  return Status::ok();
+}
+
+// Regressors: [N, targets].
+Status regressor(InferenceContext& ctx) {
+  const Dim n = batch_of(ctx);
+  const int64_t targets = ctx.attr_int("n_targets", ctx.attr_int("targets", -1));
+  ctx.set_output_type(0, DataType::kFloat);
+  ctx.set_output_shape(0, {n, targets > 0 ? Dim::known(targets) : unknown_dim()});
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_misc_inference(InferenceTable& table) {
@@ -161,6 +234,17 @@ void register_misc_inference(InferenceTable& table) {
   table["Det"] = det;
   table["Crop"] = crop;
   for (const char* op : {"Affine", "ScaledTanh", "ParametricSoftplus"}) table[op] = same_as_input;
+  table["ai.onnx.ml:ZipMap"] = zip_map;
+  table["ai.onnx.ml:LabelEncoder"] = label_encoder;
+  table["ai.onnx.ml:CategoryMapper"] = category_mapper;
+  table["ai.onnx.ml:Scaler"] = float_same_shape;
+  table["ai.onnx.ml:Normalizer"] = float_same_shape;
+  for (const char* op : {"ai.onnx.ml:LinearClassifier", "ai.onnx.ml:SVMClassifier", "ai.onnx.ml:TreeEnsembleClassifier"}) {
+    table[op] = classifier;
+  }
+  for (const char* op : {"ai.onnx.ml:LinearRegressor", "ai.onnx.ml:SVMRegressor", "ai.onnx.ml:TreeEnsembleRegressor"}) {
+    table[op] = regressor;
+  }
 }
 
 }  // namespace onyx::graph::inference

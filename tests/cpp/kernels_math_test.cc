@@ -34,7 +34,8 @@ Tensor make_tensor(const Shape& shape, int seed = 0) {
     if constexpr (std::is_same_v<T, bool>) {
       p[i] = (v % 3) == 0;
     } else if constexpr (std::is_same_v<T, std::string>) {
-      p[i] = "s" + std::to_string(v % 4);
+      p[i] = std::to_string(v % 4);
+      p[i].insert(p[i].begin(), 's');
     } else if constexpr (std::is_floating_point_v<T>) {
       p[i] = static_cast<T>(v) * T(0.37);
     } else if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
@@ -83,7 +84,11 @@ Shape reference_broadcast_shape(const std::vector<Shape>& shapes) {
 double as_double(double v) { return v; }
 template <typename T>
 double as_double(T v) {
-  return static_cast<double>(static_cast<float>(v));
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<double>(v);
+  } else {
+    return static_cast<double>(static_cast<float>(v));
+  }
 }
 
 template <typename T>

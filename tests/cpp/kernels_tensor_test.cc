@@ -126,6 +126,28 @@ TEST(TensorKernels, TransposeMatchesReference) {
   expect_error(run_kernel("Transpose", 13, {iota_f({2, 3})}, {attr_ints("perm", {0, 0})}), "permutation");
 }
 
+TEST(TensorKernels, TransposeAndSliceAgreeAcrossThreads) {
+  // Large enough that parallel_for splits the work: each chunk restarts the
+  // strided copier's odometer mid-tensor.
+  const Shape shape = {64, 48, 33};
+  Tensor x = iota_f(shape);
+  auto one = run_kernel("Transpose", 13, {x}, {attr_ints("perm", {1, 2, 0})}, 1, "", 1);
+  auto four = run_kernel("Transpose", 13, {x}, {attr_ints("perm", {1, 2, 0})}, 1, "", 4);
+  ASSERT_TRUE(one.status.is_ok() && four.status.is_ok());
+  EXPECT_EQ(values<float>(one.outputs[0]), values<float>(four.outputs[0]));
+  const Tensor& y = four.outputs[0].tensor();
+  for_each_index(y.shape(), [&](const std::vector<int64_t>& o) {
+    ASSERT_EQ(y.data<float>()[flat(y.shape(), o)], x.data<float>()[flat(shape, {o[2], o[0], o[1]})]);
+  });
+  auto sliced = run_kernel("Slice", 13, {x, i64({60, 1}), i64({-1000, 40}), i64({0, 2}), i64({-3, 2})}, {}, 1, "", 4);
+  ASSERT_TRUE(sliced.status.is_ok()) << sliced.status.message();
+  const Tensor& z = sliced.outputs[0].tensor();
+  ASSERT_EQ(z.shape(), (Shape{21, 48, 16}));
+  for_each_index(z.shape(), [&](const std::vector<int64_t>& o) {
+    ASSERT_EQ(z.data<float>()[flat(z.shape(), o)], x.data<float>()[flat(shape, {60 - 3 * o[0], o[1], 1 + 2 * o[2]})]);
+  });
+}
+
 TEST(TensorKernels, ConcatAndSplitRoundTrip) {
   Tensor a = iota_s({2, 1, 3}), b = iota_s({2, 2, 3}), empty(DataType::kString, {2, 0, 3});
   auto run = run_kernel("Concat", 13, {a, empty, b}, {attr_int("axis", -2)});

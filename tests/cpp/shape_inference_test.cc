@@ -509,6 +509,86 @@ TEST(ShapeInference, LoopTypesItsOutputs) {
   EXPECT_EQ(body->values[static_cast<size_t>(body->find_value("cond_out"))].info.type.elem_type, DataType::kBool);
 }
 
+TEST(ShapeInference, EinsumExplicitAndImplicit) {
+  TestGraph g;
+  g.input("a", DataType::kFloat, dims({"b", 3, 4})).input("c", DataType::kFloat, dims({"b", 4, 5}));
+  g.node("Einsum", {"a", "c"}, {"bmm"}, {string_attr("equation", "bij, bjk -> bik")});
+  g.node("Einsum", {"a"}, {"tr"}, {string_attr("equation", "...ij->...ji")});
+  g.node("Einsum", {"a", "c"}, {"implicit"}, {string_attr("equation", "bij,bjk")});
+  g.infer();
+  EXPECT_EQ(g.shape("bmm"), "[b,3,5]");
+  EXPECT_EQ(g.shape("tr"), "[b,4,3]");
+  EXPECT_EQ(g.shape("implicit"), "[3,5]");
+}
+
+TEST(ShapeInference, MlOpsGetTheirTypes) {
+  TestGraph g;
+  g.input("x", DataType::kFloat, dims({"n", 4}));
+  Attribute labels;
+  labels.name = "classlabels_strings";
+  labels.type = AttributeType::kStrings;
+  labels.strings = {"a", "b"};
+  g.node("ZipMap", {"x"}, {"z"}, {labels}, 1, "ai.onnx.ml");
+  g.node("Scaler", {"x"}, {"s"}, {}, 1, "ai.onnx.ml");
+  g.infer();
+  const TypeAndShape& z = g.info("z");
+  ASSERT_EQ(z.type.kind, ValueType::Kind::kSequence);
+  ASSERT_TRUE(z.type.inner);
+  EXPECT_EQ(z.type.inner->kind, ValueType::Kind::kMap);
+  EXPECT_EQ(z.type.inner->key_type, DataType::kString);
+  EXPECT_EQ(g.shape("s"), "[n,4]");
+}
+
+TEST(ShapeInference, LenientModeSkipsBadNodes) {
+  TestGraph g;
+  g.input("a", DataType::kFloat, dims({2, 3})).input("b", DataType::kFloat, dims({4, 5}));
+  g.node("MatMul", {"a", "b"}, {"c"}).node("Relu", {"c"}, {"d"});
+  InferenceOptions lenient;
+  lenient.error_on_mismatch = false;
+  ASSERT_TRUE(infer_shapes(g.graph, lenient).is_ok());
+  EXPECT_EQ(g.type("c"), DataType::kFloat);  // from the schema: T shared with the inputs
+  EXPECT_EQ(g.shape("d"), "<unknown rank>");
+}
+
+TEST(ShapeInference, ScanStacksAlongTheSequence) {
+  TestGraph g(16);
+  g.input("init", DataType::kFloat, dims({2})).input("xs", DataType::kFloat, dims({"T", 2}));
+  auto body = std::make_shared<Graph>();
+  {
+    const int32_t state = body->value_id("state");
+    const int32_t x = body->value_id("x");
+    for (int32_t id : {state, x}) {
+      body->values[static_cast<size_t>(id)].is_graph_input = true;
+      body->inputs.push_back(id);
+    }
+    Node add;
+    add.op_type = "Add";
+    add.opset = 16;
+    add.inputs = {state, x};
+    add.outputs = {body->value_id("next")};
+    body->values[static_cast<size_t>(add.outputs[0])].producer = 0;
+    body->nodes = {add};
+    body->outputs = {add.outputs[0], add.outputs[0]};
+  }
+  g.node("Scan", {"init", "xs"}, {"final", "all"}, {graph_attr("body", body), int_attr("num_scan_inputs", 1)});
+  g.infer();
+  EXPECT_EQ(g.shape("final"), "[2]");
+  EXPECT_EQ(g.shape("all"), "[T,2]");
+}
+
+TEST(ShapeInference, InitializersThatAreInputsAreNotConstantsUnlessAsked) {
+  TestGraph g;
+  g.input("x", DataType::kFloat, dims({2, 6})).input("shape", DataType::kInt64, dims({2}));
+  g.initializer("shape", ints({3, 4}));
+  g.node("Reshape", {"x", "shape"}, {"r"});
+  g.infer();
+  EXPECT_EQ(g.shape("r"), "[?,?]");
+  InferenceOptions old_ir;
+  old_ir.initializers_in_inputs_are_constant = true;
+  ASSERT_TRUE(infer_shapes(g.graph, old_ir).is_ok());
+  EXPECT_EQ(g.shape("r"), "[3,4]");
+}
+
 TEST(ShapeInference, BadValueIdsAreErrorsNotCrashes) {
   TestGraph g;
   g.input("x", DataType::kFloat, dims({2}));

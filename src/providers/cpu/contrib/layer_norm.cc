@@ -68,7 +68,7 @@ class NormKernel final : public Kernel {
       T* sum_out = nullptr;
       const DataType stat_type = DataType::kFloat;
       if (kSkip) {
-        if (ctx.output_count() > 1 && ctx.output_requested(1) && !kSimplified) {
+        if (ctx.output_count() > 1 && ctx.output_requested(1)) {  // zeros for the simplified form
           mean_out = ctx.allocate_output(1, stat_type, stat_shape).template data<float>();
         }
         if (ctx.output_count() > 2 && ctx.output_requested(2)) inv_out = ctx.allocate_output(2, stat_type, stat_shape).template data<float>();
@@ -100,7 +100,7 @@ class NormKernel final : public Kernel {
           const double mean = kSimplified ? 0.0 : sum / static_cast<double>(cols);
           const double var = kSimplified ? sum_sq / static_cast<double>(cols) : sum_sq / static_cast<double>(cols) - mean * mean;
           const float inv = static_cast<float>(1.0 / std::sqrt(std::max(var, 0.0) + epsilon_));
-          if (mean_out) mean_out[r] = static_cast<float>(mean);
+          if (mean_out) mean_out[r] = static_cast<float>(mean);  // 0 for RMS norm
           if (inv_out) inv_out[r] = inv;
           for (int64_t c = 0; c < cols; ++c) {
             float v = (row[static_cast<size_t>(c)] - static_cast<float>(mean)) * inv * load(pg, c);

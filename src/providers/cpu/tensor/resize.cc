@@ -263,10 +263,10 @@ Status run_resize(KernelContext& ctx, const ResizeOptions& o, const Tensor& x, s
   Tensor& out = ctx.allocate_output(0, x.dtype(), out_shape);
   if (out.size() == 0) return Status::ok();
   if (x.size() == 0) return invalid_argument(ctx.label(), ": cannot resize empty input ", x.describe());
-  auto body = [&](auto tag) -> Status {
-    using T = typename decltype(tag)::type;
-    const T extrapolation = from_double<T>(o.extrapolation_value);
-    Tensor current = x;
+  // Resizes every axis in working type W, starting from `current` (of type W).
+  auto resize_all = [&](auto working, Tensor current) -> Tensor {
+    using W = typename decltype(working)::type;
+    const W extrapolation = from_double<W>(o.extrapolation_value);
     for (int64_t a : axes) {
       const size_t au = static_cast<size_t>(a);
       const int64_t in = current.shape()[au], target = out_shape[au];
@@ -276,19 +276,34 @@ Status run_resize(KernelContext& ctx, const ResizeOptions& o, const Tensor& x, s
       AxisTable table = build_table(o, in, target, scale[au], roi_start[au], roi_end[au]);
       Shape next_shape = current.shape();
       next_shape[au] = target;
-      Tensor next(x.dtype(), next_shape);
+      Tensor next(current.dtype(), next_shape);
       int64_t outer = 1, inner = 1;
       for (int64_t d = 0; d < rank; ++d) {
         if (d < a) outer *= next_shape[static_cast<size_t>(d)];
         if (d > a) inner *= next_shape[static_cast<size_t>(d)];
       }
-      // Intermediate results stay in T: exact for nearest, and the
-      // reference rounds per axis only for integer types, which we accept.
-      resize_axis<T>(current.data<T>(), next.data<T>(), outer, in, target, inner, table, nearest, extrapolation,
+      resize_axis<W>(current.data<W>(), next.data<W>(), outer, in, target, inner, table, nearest, extrapolation,
                      ctx.thread_pool());
       current = next;
     }
-    copy_elements(x.dtype(), out.raw_data(), current.raw_data(), out.size());
+    return current;
+  };
+  auto body = [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>) {
+      if (!nearest) {
+        // Integers interpolate in double and round once at the end, as the
+        // reference does (rounding per axis would drift by one).
+        Tensor wide(DataType::kDouble, x.shape());
+        for (int64_t i = 0; i < x.size(); ++i) wide.data<double>()[i] = static_cast<double>(x.data<T>()[i]);
+        Tensor result = resize_all(TypeTag<double>{}, wide);
+        T* y = out.data<T>();
+        for (int64_t i = 0; i < out.size(); ++i) y[i] = from_double<T>(result.data<double>()[i]);
+        return Status::ok();
+      }
+    }
+    Tensor result = resize_all(TypeTag<T>{}, x);
+    copy_elements(x.dtype(), out.raw_data(), result.raw_data(), out.size());
     return Status::ok();
   };
   Status status = dispatch_numeric(x.dtype(), body);
