@@ -142,7 +142,7 @@ class Builder {
       }
       nodes.push_back(std::move(node));
     }
-    ONYX_RETURN_IF_ERROR(sort_topologically(*graph, nodes));
+    ONYX_RETURN_IF_ERROR(sort_nodes(*graph, nodes));
 
     for (const auto& vi : proto.value_info) {
       const int32_t id = graph->find_value(vi.name);
@@ -308,79 +308,6 @@ class Builder {
     return attr;
   }
 
-  // Kahn's algorithm, keeping the file's order among ready nodes.
-  static Status sort_topologically(Graph& graph, std::vector<Node>& nodes) {
-    std::vector<int32_t> producer(graph.values.size(), -1);
-    for (size_t n = 0; n < nodes.size(); ++n) {
-      for (int32_t out : nodes[n].outputs) {
-        if (out != kNoValue) producer[static_cast<size_t>(out)] = static_cast<int32_t>(n);
-      }
-    }
-    // Subgraphs read outer values too: a node waits for every value its
-    // subgraphs use from this graph.
-    std::vector<std::vector<int32_t>> deps(nodes.size());
-    for (size_t n = 0; n < nodes.size(); ++n) {
-      std::unordered_set<int32_t> seen;
-      auto add = [&](int32_t v) {
-        if (v != kNoValue && producer[static_cast<size_t>(v)] >= 0 && seen.insert(v).second) {
-          deps[n].push_back(producer[static_cast<size_t>(v)]);
-        }
-      };
-      for (int32_t in : nodes[n].inputs) add(in);
-      std::function<void(const Graph&)> visit = [&](const Graph& sub) {
-        for (int32_t v : sub.outer_scope_values) add(graph.find_value(sub.value_name(v)));
-        for (const Node& sn : sub.nodes) {
-          for (const auto& [name, a] : sn.attributes) {
-            if (a.g) visit(*a.g);
-            for (const auto& g : a.graphs) visit(*g);
-          }
-        }
-      };
-      for (const auto& [name, a] : nodes[n].attributes) {
-        if (a.g) visit(*a.g);
-        for (const auto& g : a.graphs) visit(*g);
-      }
-    }
-    std::vector<int> pending(nodes.size(), 0);
-    std::vector<std::vector<size_t>> users(nodes.size());
-    for (size_t n = 0; n < nodes.size(); ++n) {
-      for (int32_t d : deps[n]) {
-        if (static_cast<size_t>(d) == n) {
-          return invalid_model(nodes[n].label(n), " uses its own output as an input (a cycle)");
-        }
-        ++pending[n];
-        users[static_cast<size_t>(d)].push_back(n);
-      }
-    }
-    std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
-    for (size_t n = 0; n < nodes.size(); ++n) {
-      if (pending[n] == 0) ready.push(n);
-    }
-    std::vector<size_t> order;
-    while (!ready.empty()) {
-      const size_t n = ready.top();
-      ready.pop();
-      order.push_back(n);
-      for (size_t u : users[n]) {
-        if (--pending[u] == 0) ready.push(u);
-      }
-    }
-    if (order.size() != nodes.size()) {
-      for (size_t n = 0; n < nodes.size(); ++n) {
-        if (pending[n] > 0) return invalid_model("the graph has a cycle through ", nodes[n].label(n));
-      }
-    }
-    graph.nodes.clear();
-    graph.nodes.reserve(nodes.size());
-    for (size_t n : order) graph.nodes.push_back(std::move(nodes[n]));
-    for (size_t n = 0; n < graph.nodes.size(); ++n) {
-      for (int32_t out : graph.nodes[n].outputs) {
-        if (out != kNoValue) graph.values[static_cast<size_t>(out)].producer = static_cast<int32_t>(n);
-      }
-    }
-    return Status::ok();
-  }
-
   const model::ModelProto& model_;
   BuildLimits limits_;
   OpsetMap model_opsets_;
@@ -390,6 +317,80 @@ class Builder {
 };
 
 }  // namespace
+
+// Kahn's algorithm, keeping the given order among ready nodes.
+Status sort_nodes(Graph& graph, std::vector<Node>& nodes) {
+  std::vector<int32_t> producer(graph.values.size(), -1);
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    for (int32_t out : nodes[n].outputs) {
+      if (out != kNoValue) producer[static_cast<size_t>(out)] = static_cast<int32_t>(n);
+    }
+  }
+  // Subgraphs read outer values too: a node waits for every value its
+  // subgraphs use from this graph.
+  std::vector<std::vector<int32_t>> deps(nodes.size());
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    std::unordered_set<int32_t> seen;
+    auto add = [&](int32_t v) {
+      if (v != kNoValue && producer[static_cast<size_t>(v)] >= 0 && seen.insert(v).second) {
+        deps[n].push_back(producer[static_cast<size_t>(v)]);
+      }
+    };
+    for (int32_t in : nodes[n].inputs) add(in);
+    std::function<void(const Graph&)> visit = [&](const Graph& sub) {
+      for (int32_t v : sub.outer_scope_values) add(graph.find_value(sub.value_name(v)));
+      for (const Node& sn : sub.nodes) {
+        for (const auto& [name, a] : sn.attributes) {
+          if (a.g) visit(*a.g);
+          for (const auto& g : a.graphs) visit(*g);
+        }
+      }
+    };
+    for (const auto& [name, a] : nodes[n].attributes) {
+      if (a.g) visit(*a.g);
+      for (const auto& g : a.graphs) visit(*g);
+    }
+  }
+  std::vector<int> pending(nodes.size(), 0);
+  std::vector<std::vector<size_t>> users(nodes.size());
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    for (int32_t d : deps[n]) {
+      if (static_cast<size_t>(d) == n) {
+        return invalid_model(nodes[n].label(n), " uses its own output as an input (a cycle)");
+      }
+      ++pending[n];
+      users[static_cast<size_t>(d)].push_back(n);
+    }
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    if (pending[n] == 0) ready.push(n);
+  }
+  std::vector<size_t> order;
+  while (!ready.empty()) {
+    const size_t n = ready.top();
+    ready.pop();
+    order.push_back(n);
+    for (size_t u : users[n]) {
+      if (--pending[u] == 0) ready.push(u);
+    }
+  }
+  if (order.size() != nodes.size()) {
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      if (pending[n] > 0) return invalid_model("the graph has a cycle through ", nodes[n].label(n));
+    }
+  }
+  graph.nodes.clear();
+  graph.nodes.reserve(nodes.size());
+  for (size_t n : order) graph.nodes.push_back(std::move(nodes[n]));
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    for (int32_t out : graph.nodes[n].outputs) {
+      if (out != kNoValue) graph.values[static_cast<size_t>(out)].producer = static_cast<int32_t>(n);
+    }
+  }
+  return Status::ok();
+}
+
 
 std::map<std::string, int64_t> opset_map(const std::vector<model::OperatorSetIdProto>& imports) {
   std::map<std::string, int64_t> out;

@@ -22,6 +22,11 @@ struct BuildLimits {
 // The model's opset imports, with "ai.onnx" folded into "".
 std::map<std::string, int64_t> opset_map(const std::vector<model::OperatorSetIdProto>& imports);
 
+// Puts `nodes` into graph.nodes in topological order (subgraph reads of
+// outer values count as dependencies) and sets each value's producer; a
+// cycle is an error naming a node on it.
+Status sort_nodes(Graph& graph, std::vector<Node>& nodes);
+
 Result<std::unique_ptr<Graph>> build_graph(const model::ModelProto& model, const BuildLimits& limits = {});
 
 }  // namespace onyx::graph

@@ -475,7 +475,9 @@ Status infer_subgraph(Graph& body, const Scope& outer, const InferenceOptions& o
 
 void set_if_unknown(Graph& body, size_t input_position, const TypeAndShape& info) {
   if (input_position >= body.inputs.size()) return;
-  TypeAndShape& target = body.values[static_cast<size_t>(body.inputs[input_position])].info;
+  const int32_t id = body.inputs[input_position];
+  if (id < 0 || static_cast<size_t>(id) >= body.values.size()) return;
+  TypeAndShape& target = body.values[static_cast<size_t>(id)].info;
   if (is_unknown(target)) {
     target.type = info.type;
   }
@@ -487,7 +489,9 @@ void set_if_unknown(Graph& body, size_t input_position, const TypeAndShape& info
 
 const TypeAndShape* body_output(const Graph& body, size_t position) {
   if (position >= body.outputs.size()) return nullptr;
-  return &body.values[static_cast<size_t>(body.outputs[position])].info;
+  const int32_t id = body.outputs[position];
+  if (id < 0 || static_cast<size_t>(id) >= body.values.size()) return nullptr;
+  return &body.values[static_cast<size_t>(id)].info;
 }
 
 // Dims both shapes agree on; the rest unknown. No shape when the ranks differ.

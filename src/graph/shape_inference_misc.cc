@@ -153,6 +153,54 @@ Status crop(InferenceContext& ctx) {
   return Status::ok();
 }
 
+// Attention (opset 23+): Q/K/V are [B, heads, seq, head_size] or [B, seq, heads*head_size].
+Status attention(InferenceContext& ctx) {
+  const DataType q_type = ctx.input_type(0);
+  ctx.set_output_type(0, q_type);
+  ctx.set_output_type(1, q_type);
+  ctx.set_output_type(2, ctx.input_type(2));
+  ctx.set_output_type(3, q_type);
+  const Dims* q = ctx.input_shape(0);
+  const Dims* k = ctx.input_shape(1);
+  const Dims* v = ctx.input_shape(2);
+  if (q == nullptr || k == nullptr || v == nullptr) return Status::ok();
+  if ((q->size() != 3 && q->size() != 4) || k->size() != q->size() || v->size() != q->size()) return Status::ok();
+  const int64_t q_heads = ctx.attr_int("q_num_heads", 0);
+  const int64_t kv_heads = ctx.attr_int("kv_num_heads", 0);
+  auto divide = [](const Dim& d, int64_t by) {
+    return d.is_known() && by > 0 && d.value % by == 0 ? Dim::known(d.value / by) : unknown_dim();
+  };
+  // Per-head views: [B, H, S, D].
+  Dims q4, k4, v4;
+  if (q->size() == 4) {
+    q4 = *q;
+    k4 = *k;
+    v4 = *v;
+  } else {
+    if (q_heads <= 0 || kv_heads <= 0) return Status::ok();
+    q4 = {(*q)[0], Dim::known(q_heads), (*q)[1], divide((*q)[2], q_heads)};
+    k4 = {(*k)[0], Dim::known(kv_heads), (*k)[1], divide((*k)[2], kv_heads)};
+    v4 = {(*v)[0], Dim::known(kv_heads), (*v)[1], divide((*v)[2], kv_heads)};
+  }
+  if (q->size() == 4) {
+    ctx.set_output_shape(0, {q4[0], q4[1], q4[2], v4[3]});
+  } else {
+    const Dim& v_head = v4[3];
+    ctx.set_output_shape(0, {(*q)[0], (*q)[1], v_head.is_known() ? Dim::known(v_head.value * q_heads) : unknown_dim()});
+  }
+  // The present key/value append this step's keys to the past ones along the sequence.
+  Dim total = k4[2];
+  const Dims* past_key = ctx.input_shape(4);
+  if (ctx.has_input(4)) {
+    if (past_key == nullptr || past_key->size() != 4) return Status::ok();
+    total = (*past_key)[2].is_known() && k4[2].is_known() ? Dim::known((*past_key)[2].value + k4[2].value) : unknown_dim();
+  }
+  if (ctx.has_output(1)) ctx.set_output_shape(1, {k4[0], k4[1], total, k4[3]});
+  if (ctx.has_output(2)) ctx.set_output_shape(2, {v4[0], v4[1], total, v4[3]});
+  if (ctx.has_output(3)) ctx.set_output_shape(3, {q4[0], q4[1], q4[2], total});
+  return Status::ok();
+}
+
 // ---- ai.onnx.ml: mostly types, which is what the session needs to plan ----
 
 ValueType map_of(DataType key, DataType value) {
@@ -233,6 +281,7 @@ void register_misc_inference(InferenceTable& table) {
   table["GridSample"] = grid_sample;
   table["Det"] = det;
   table["Crop"] = crop;
+  table["Attention"] = attention;
   for (const char* op : {"Affine", "ScaledTanh", "ParametricSoftplus"}) table[op] = same_as_input;
   table["ai.onnx.ml:ZipMap"] = zip_map;
   table["ai.onnx.ml:LabelEncoder"] = label_encoder;

@@ -73,6 +73,7 @@ std::string describe(const MapTypeBody&) { return "TypeProto.Map"; }
 // ---- Field primitives --------------------------------------------------------
 
 Status read_tag(Cursor& in, uint32_t& field, WireType& type) {
+  in.mark_field_start();
   const size_t at = in.offset();
   uint64_t tag = 0;
   if (!in.read_varint(tag)) return invalid_model("truncated or malformed field tag at byte ", at);
@@ -92,7 +93,7 @@ Status read_tag(Cursor& in, uint32_t& field, WireType& type) {
 // Unknown fields (and known fields sent with an unexpected wire type) are
 // skipped, as protobuf itself does, so newer producers stay readable.
 Status skip_field(Cursor& in, uint32_t field, WireType type) {
-  const size_t at = in.offset();
+  const size_t at = in.field_start();
   if (type == WireType::kLengthDelimited) {
     Cursor probe = in;
     uint64_t length = 0;
@@ -108,7 +109,7 @@ Status skip_field(Cursor& in, uint32_t field, WireType type) {
 }
 
 Status read_bytes(Cursor& in, uint32_t field, std::string_view& bytes) {
-  const size_t at = in.offset();
+  const size_t at = in.field_start();
   if (in.read_length_delimited(bytes)) return {};
   Cursor probe = in;
   uint64_t length = 0;
@@ -118,7 +119,7 @@ Status read_bytes(Cursor& in, uint32_t field, std::string_view& bytes) {
 }
 
 Status read_varint(Cursor& in, uint32_t field, uint64_t& value) {
-  const size_t at = in.offset();
+  const size_t at = in.field_start();
   if (!in.read_varint(value)) return invalid_model("truncated or malformed varint in field ", field, " at byte ", at);
   return {};
 }
@@ -141,7 +142,7 @@ Status field_int32(Cursor& in, uint32_t field, WireType type, int32_t& out) {
 
 Status field_float(Cursor& in, uint32_t field, WireType type, float& out) {
   if (type != WireType::kFixed32) return skip_field(in, field, type);
-  const size_t at = in.offset();
+  const size_t at = in.field_start();
   uint32_t bits = 0;
   if (!in.read_fixed32(bits)) return invalid_model("truncated float in field ", field, " at byte ", at);
   std::memcpy(&out, &bits, 4);
@@ -197,7 +198,7 @@ template <typename T>
 Status field_fixed_list(Cursor& in, uint32_t field, WireType type, std::vector<T>& out) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8);
   constexpr WireType kSingle = sizeof(T) == 4 ? WireType::kFixed32 : WireType::kFixed64;
-  const size_t at = in.offset();
+  const size_t at = in.field_start();
   if (type == kSingle) {
     T value;
     if constexpr (sizeof(T) == 4) {
@@ -253,7 +254,7 @@ Status parse(Cursor& in, Context& ctx, OptionalProto& out);
 template <typename Message>
 Status field_message(Cursor& in, uint32_t field, WireType type, Context& ctx, Message& out) {
   if (type != WireType::kLengthDelimited) return skip_field(in, field, type);
-  const size_t at = in.offset();
+  const size_t at = in.field_start();
   std::string_view bytes;
   ONYX_RETURN_IF_ERROR(read_bytes(in, field, bytes));
   if (ctx.depth >= ctx.limits.max_nesting_depth) {

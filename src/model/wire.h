@@ -28,13 +28,18 @@ inline constexpr uint64_t kMaxFieldNumber = (1u << 29) - 1;
 // instead of reading past `end`.
 class Cursor {
  public:
-  Cursor(const char* origin, const char* begin, const char* end) : origin_(origin), pos_(begin), end_(end) {}
+  Cursor(const char* origin, const char* begin, const char* end)
+      : origin_(origin), pos_(begin), end_(end), field_start_(offset()) {}
   explicit Cursor(std::string_view bytes) : Cursor(bytes.data(), bytes.data(), bytes.data() + bytes.size()) {}
 
   bool at_end() const { return pos_ >= end_; }
   size_t remaining() const { return static_cast<size_t>(end_ - pos_); }
   size_t offset() const { return static_cast<size_t>(pos_ - origin_); }
   const char* origin() const { return origin_; }
+
+  // Where the field being decoded began (its tag), for error messages.
+  void mark_field_start() { field_start_ = offset(); }
+  size_t field_start() const { return field_start_; }
 
   bool read_varint(uint64_t& value) {
     const char* p = pos_;
@@ -114,6 +119,7 @@ class Cursor {
   const char* origin_;
   const char* pos_;
   const char* end_;
+  size_t field_start_ = 0;
 };
 
 inline size_t varint_size(uint64_t value) {

@@ -16,6 +16,7 @@
 #include "session/executor.h"
 #include "session/planner.h"
 #include "session/version_resolution.h"
+#include "training/gradient.h"
 
 namespace onyx {
 
@@ -67,6 +68,7 @@ std::string shape_description(const ValueMetadata& m) {
 Status InferenceSession::Impl::init(const std::vector<std::string>& provider_names) {
   opsets = graph::opset_map(model.opset_import);
   ONYX_ASSIGN_OR_RETURN(graph, graph::build_graph(model));
+  ONYX_RETURN_IF_ERROR(training::expand_gradient_nodes(*graph));
   ONYX_RETURN_IF_ERROR(session::resolve_versions(*graph));
 
   // Providers in the order given; CPU is always the last resort. Names this

@@ -371,12 +371,13 @@ TEST(ShapeInference, NonConstantShapeInputsGiveTypeOnly) {
 TEST(ShapeInference, OpsWithoutInferenceUseTheSchemaTypes) {
   TestGraph g;
   g.input("x", DataType::kDouble, dims({4, 4}));
-  g.node("Det", {"x"}, {"det"});  // no C++ function: T shared with the input
+  g.node("Unique", {"x"}, {"u", "idx"});  // no C++ function: T shared with the input, a fixed int64
   g.node("CustomThing", {"x"}, {"custom"}, {}, 1, "com.example");
   g.node("NonZero", {"x"}, {"nz"});
   g.infer();
-  EXPECT_EQ(g.type("det"), DataType::kDouble);
-  EXPECT_EQ(g.shape("det"), "<unknown rank>");
+  EXPECT_EQ(g.type("u"), DataType::kDouble);
+  EXPECT_EQ(g.shape("u"), "<unknown rank>");
+  EXPECT_EQ(g.type("idx"), DataType::kInt64);
   EXPECT_EQ(g.info("custom").type.kind, ValueType::Kind::kUnknown);
   EXPECT_EQ(g.type("nz"), DataType::kInt64);
   EXPECT_EQ(g.shape("nz"), "[2,?]");

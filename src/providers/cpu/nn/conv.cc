@@ -1,5 +1,6 @@
 // Conv (1-D, 2-D, 3-D and beyond): im2col then one GEMM per image and group;
-// a 1x1, stride-1, unpadded convolution is a GEMM on X as it is.
+// a 1x1, stride-1, unpadded convolution is a GEMM on X as it is. ConvInteger
+// runs the same path in int32 after subtracting the zero points.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -214,6 +215,90 @@ class ConvKernel final : public Kernel {
   nn::WindowAttributes attrs_;
   int64_t group_;
 };
+
+// Validates X and W of a convolution and resolves its window; shared by Conv
+// and ConvInteger. Returns the window; out_shape receives Y's shape.
+Result<Window> check_conv(const std::string& label, const nn::WindowAttributes& attrs, int64_t group, const Tensor& x,
+                          const Tensor& w, Shape& out_shape) {
+  if (x.rank() < 3) return invalid_argument(label, ": input X has rank ", x.rank(), ", expected at least 3 (N,C,spatial...)");
+  if (w.rank() != x.rank()) {
+    return invalid_argument(label, ": input W has rank ", w.rank(), ", expected ", x.rank(), " (the rank of X: M, C/group, kernel...)");
+  }
+  if (w.dim(1) * group != x.dim(1)) {
+    return invalid_argument(label, ": input X has ", x.dim(1), " channels, but W expects ", w.dim(1) * group,
+                            " (W.shape[1]=", w.dim(1), " x group=", group, ")");
+  }
+  if (w.dim(0) % group != 0) {
+    return invalid_argument(label, ": W has ", w.dim(0), " output channels, expected a multiple of group ", group);
+  }
+  const std::vector<int64_t> kernel_from_w = nn::tail(w.shape(), 2);
+  ONYX_ASSIGN_OR_RETURN(Window win, nn::resolve_window(label, attrs, nn::tail(x.shape(), 2), kernel_from_w));
+  if (win.kernel != kernel_from_w) {
+    return invalid_argument(label, ": kernel_shape ", shape_to_string(win.kernel), " does not match W's spatial shape ",
+                            shape_to_string(kernel_from_w));
+  }
+  out_shape = {x.dim(0), w.dim(0)};
+  out_shape.insert(out_shape.end(), win.output.begin(), win.output.end());
+  return win;
+}
+
+class ConvIntegerKernel final : public Kernel {
+ public:
+  explicit ConvIntegerKernel(const KernelInfo& info)
+      : attrs_(nn::WindowAttributes::from(info)), group_(info.attr_int("group", 1)) {
+    attrs_.ceil_mode = false;
+    if (group_ < 1) throw Error(invalid_model(info.label(), ": attribute group is ", group_, ", expected >= 1"));
+  }
+
+  // Widens an 8-bit tensor to int32 minus its zero point (a scalar, or one per
+  // leading-dim slice: W's output channels).
+  static Result<std::vector<int32_t>> widen(const std::string& label, const char* name, const Tensor& t,
+                                            const Tensor* zero_point) {
+    if (t.dtype() != DataType::kInt8 && t.dtype() != DataType::kUInt8) {
+      return invalid_argument(label, ": input ", name, " is ", dtype_name(t.dtype()), ", expected int8 or uint8");
+    }
+    const int64_t slices = t.dim(0), per = slices == 0 ? 0 : t.size() / slices;
+    if (zero_point != nullptr && (zero_point->dtype() != t.dtype() || (zero_point->size() != 1 && zero_point->size() != slices))) {
+      return invalid_argument(label, ": the zero point of ", name, " is ", zero_point->describe(), ", expected a ",
+                              dtype_name(t.dtype()), " scalar or ", slices, " values");
+    }
+    auto read = [](const Tensor& src, int64_t i) -> int32_t {
+      return src.dtype() == DataType::kInt8 ? src.data<int8_t>()[i] : src.data<uint8_t>()[i];
+    };
+    std::vector<int32_t> out(static_cast<size_t>(t.size()));
+    for (int64_t i = 0; i < t.size(); ++i) {
+      const int32_t zp = zero_point == nullptr ? 0 : read(*zero_point, zero_point->size() == 1 ? 0 : i / per);
+      out[static_cast<size_t>(i)] = read(t, i) - zp;
+    }
+    return out;
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor* x = ctx.input_tensor(0);
+    const Tensor* w = ctx.input_tensor(1);
+    if (x == nullptr || w == nullptr) return invalid_argument(ctx.label(), ": inputs x and w are required");
+    Shape out_shape;
+    ONYX_ASSIGN_OR_RETURN(Window win, check_conv(ctx.label(), attrs_, group_, *x, *w, out_shape));
+    const Tensor* x_zero = ctx.input_tensor(2);
+    if (x_zero != nullptr && x_zero->size() != 1) {
+      return invalid_argument(ctx.label(), ": input x_zero_point has ", x_zero->size(), " values, expected a scalar");
+    }
+    ONYX_ASSIGN_OR_RETURN(std::vector<int32_t> xw, widen(ctx.label(), "x", *x, x_zero));
+    ONYX_ASSIGN_OR_RETURN(std::vector<int32_t> ww, widen(ctx.label(), "w", *w, ctx.input_tensor(3)));
+    Tensor& y = ctx.allocate_output(0, DataType::kInt32, out_shape);
+    if (y.size() == 0) return Status::ok();
+    convolve<int32_t>(xw.data(), ww.data(), nullptr, y.data<int32_t>(), x->dim(0), x->dim(1), w->dim(0), group_, win,
+                      ctx.thread_pool());
+    return Status::ok();
+  }
+
+ private:
+  nn::WindowAttributes attrs_;
+  int64_t group_;
+};
+
+ONYX_REGISTER_CPU_KERNEL("", "ConvInteger", 10, kLatestVersion, (std::vector<DataType>{DataType::kInt8, DataType::kUInt8}),
+                         ConvIntegerKernel);
 
 ONYX_REGISTER_CPU_KERNEL("", "Conv", 1, 10, types::floats(), ConvKernel);
 ONYX_REGISTER_CPU_KERNEL("", "Conv", 11, kLatestVersion, types::floats(), ConvKernel);
