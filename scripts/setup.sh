@@ -18,7 +18,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
-python_packages=(numpy onnx onnxruntime nanobind scikit-build-core pytest)
+python_packages=(numpy onnx onnxruntime nanobind scikit-build-core pytest scikit-learn skl2onnx)
 missing=()
 for p in "${python_packages[@]}"; do
   module=${p//-/_}

@@ -21,7 +21,7 @@ Result<Tensor> read_npy(const std::string& path);
 Status write_npy(const Tensor& tensor, const std::string& path);
 
 // Seeded random feeds for every model input: symbolic dims become 1, floats
-// are uniform in [0, 1), integers in [0, 10), strings "a".
+// are uniform in [0, 1), integers 0 or 1 (valid as ids, masks and segment ids alike), strings "a".
 Result<Feeds> random_feeds(const InferenceSession& session, uint64_t seed);
 
 // "float[1,1000] 0.1 0.2 ... " (first `count` values).

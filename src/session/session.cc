@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "graph/builder.h"
+#include "graph/shape_inference.h"
 #include "graph/to_proto.h"
 #include "model/reader.h"
 #include "model/writer.h"
@@ -70,6 +71,11 @@ Status InferenceSession::Impl::init(const std::vector<std::string>& provider_nam
   ONYX_ASSIGN_OR_RETURN(graph, graph::build_graph(model));
   ONYX_RETURN_IF_ERROR(training::expand_gradient_nodes(*graph));
   ONYX_RETURN_IF_ERROR(session::resolve_versions(*graph));
+  graph::InferenceOptions inference;
+  // Before IR version 4 every initializer was also listed as an input, and
+  // was a constant all the same.
+  inference.initializers_in_inputs_are_constant = model.ir_version < 4;
+  ONYX_RETURN_IF_ERROR(graph::infer_shapes(*graph, inference));
 
   // Providers in the order given; CPU is always the last resort. Names this
   // build lacks are skipped with a warning, as scripts often list CUDA first.

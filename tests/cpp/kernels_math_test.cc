@@ -781,7 +781,7 @@ TEST(MathCast, SpecRules) {
   ASSERT_TRUE(v1.status.is_ok()) << v1.status.message();
   EXPECT_EQ(v1.outputs[0].tensor().data<float>()[0], 3.0f);
   // Unsupported target types are reported, not crashed on.
-  EXPECT_FALSE(run_kernel("Cast", 19, {same}, {attr_int("to", 17)}).status.is_ok());
+  EXPECT_FALSE(run_kernel("Cast", 19, {same}, {attr_int("to", 14)}).status.is_ok());  // complex64
   EXPECT_FALSE(run_kernel("Cast", 19, {same}, {attr_int("to", 999)}).status.is_ok());
 }
 
@@ -835,6 +835,82 @@ TEST(MathCast, Strings) {
   auto int_text = run_kernel("Cast", 13, {Tensor::from_vector<int64_t>({-42, 7}, {2})}, {attr_int("to", 8)});
   ASSERT_TRUE(int_text.status.is_ok());
   EXPECT_EQ(int_text.outputs[0].tensor().data<std::string>()[0], "-42");
+}
+
+// A tensor of one of the one-byte-per-element small types, from its codes.
+Tensor small_tensor(DataType dtype, const std::vector<uint8_t>& codes) {
+  Tensor t(dtype, {static_cast<int64_t>(codes.size())});
+  for (size_t i = 0; i < codes.size(); ++i) t.data<uint8_t>()[i] = codes[i];
+  return t;
+}
+
+std::vector<float> cast_small_to_float(DataType dtype, const std::vector<uint8_t>& codes) {
+  auto run = run_kernel("Cast", 25, {small_tensor(dtype, codes)}, {attr_int("to", 1)});
+  EXPECT_TRUE(run.status.is_ok()) << run.status.message();
+  if (!run.status.is_ok()) return {};
+  const float* p = run.outputs[0].tensor().data<float>();
+  return std::vector<float>(p, p + codes.size());
+}
+
+std::vector<uint8_t> cast_float_to_small(DataType dtype, const std::vector<float>& values,
+                                         const std::vector<graph::Attribute>& extra = {}) {
+  std::vector<graph::Attribute> attrs = extra;
+  attrs.push_back(attr_int("to", static_cast<int64_t>(dtype)));
+  auto run = run_kernel("Cast", 25, {Tensor::from_vector<float>(values, {static_cast<int64_t>(values.size())})}, attrs);
+  EXPECT_TRUE(run.status.is_ok()) << run.status.message();
+  if (!run.status.is_ok()) return {};
+  const uint8_t* p = run.outputs[0].tensor().data<uint8_t>();
+  return std::vector<uint8_t>(p, p + values.size());
+}
+
+TEST(MathCast, Float8RoundTripsEveryCode) {
+  for (DataType dtype : {DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2,
+                         DataType::kFloat8E5M2FNUZ}) {
+    std::vector<uint8_t> codes;
+    for (int c = 0; c < 256; ++c) codes.push_back(static_cast<uint8_t>(c));
+    const std::vector<float> values = cast_small_to_float(dtype, codes);
+    ASSERT_EQ(values.size(), codes.size());
+    const std::vector<uint8_t> back = cast_float_to_small(dtype, values, {attr_int("saturate", 0)});
+    ASSERT_EQ(back.size(), codes.size());
+    for (int c = 0; c < 256; ++c) {
+      if (std::isnan(values[static_cast<size_t>(c)])) continue;
+      EXPECT_EQ(back[static_cast<size_t>(c)], c) << dtype_name(dtype) << " value " << values[static_cast<size_t>(c)];
+    }
+  }
+  // Known codes from the spec's tables: the largest finite value, saturation and NaN.
+  EXPECT_EQ(cast_small_to_float(DataType::kFloat8E4M3FN, {0x7E})[0], 448.0f);
+  EXPECT_EQ(cast_small_to_float(DataType::kFloat8E4M3FNUZ, {0x7F})[0], 240.0f);
+  EXPECT_EQ(cast_small_to_float(DataType::kFloat8E5M2, {0x7B})[0], 57344.0f);
+  EXPECT_TRUE(std::isinf(cast_small_to_float(DataType::kFloat8E5M2, {0x7C})[0]));
+  EXPECT_TRUE(std::isnan(cast_small_to_float(DataType::kFloat8E5M2FNUZ, {0x80})[0]));
+  EXPECT_EQ(cast_float_to_small(DataType::kFloat8E4M3FN, {1e6f, -INFINITY, NAN}), (std::vector<uint8_t>{0x7E, 0xFE, 0x7F}));
+  EXPECT_EQ(cast_float_to_small(DataType::kFloat8E4M3FN, {1e6f}, {attr_int("saturate", 0)})[0], 0x7F);
+  EXPECT_EQ(cast_float_to_small(DataType::kFloat8E5M2, {INFINITY}, {attr_int("saturate", 0)})[0], 0x7C);
+  EXPECT_EQ(cast_float_to_small(DataType::kFloat8E4M3FNUZ, {-1e-7f})[0], 0x00);  // no negative zero
+  // Round half to even: 0.46875 and 0.5 are neighbours in E4M3; the midpoint goes to the even code.
+  EXPECT_EQ(cast_float_to_small(DataType::kFloat8E4M3FN, {0.484375f})[0], 0x30);
+}
+
+TEST(MathCast, Float4E8M0AndSmallIntegers) {
+  // float4e2m1 holds 0, 0.5, 1, 1.5, 2, 3, 4, 6 and saturates.
+  EXPECT_EQ(cast_float_to_small(DataType::kFloat4E2M1, {0.48f, 0.25f, 1.05f, -3.5f, -8.0f, 9.0f, -0.0f}),
+            (std::vector<uint8_t>{0x1, 0x0, 0x2, 0xE, 0xF, 0x7, 0x8}));
+  EXPECT_EQ(cast_small_to_float(DataType::kFloat4E2M1, {0x3, 0x7, 0xD}), (std::vector<float>{1.5f, 6.0f, -3.0f}));
+  // float8e8m0: powers of two, rounded up by default.
+  EXPECT_EQ(cast_float_to_small(DataType::kFloat8E8M0, {0.124f, 0.25f, 1.1f, 8.0f}),
+            (std::vector<uint8_t>{124, 125, 128, 130}));
+  EXPECT_EQ(cast_float_to_small(DataType::kFloat8E8M0, {1.1f}, {attr_string("round_mode", "down")})[0], 127);
+  EXPECT_EQ(cast_small_to_float(DataType::kFloat8E8M0, {127, 130})[0], 1.0f);
+  // 4- and 2-bit integers wrap like any narrowing integer cast.
+  EXPECT_EQ(cast_float_to_small(DataType::kInt4, {-9.0f, 7.0f, 8.0f}), (std::vector<uint8_t>{7, 7, 0xF8}));
+  EXPECT_EQ(cast_float_to_small(DataType::kUInt4, {-1.0f, 15.0f, 16.0f}), (std::vector<uint8_t>{15, 15, 0}));
+  EXPECT_EQ(cast_float_to_small(DataType::kInt2, {-3.0f, 2.0f}), (std::vector<uint8_t>{1, 0xFE}));
+  auto widen = run_kernel("Cast", 25, {small_tensor(DataType::kInt4, {0xF8, 0x07})}, {attr_int("to", 3)});
+  ASSERT_TRUE(widen.status.is_ok()) << widen.status.message();
+  EXPECT_EQ(widen.outputs[0].tensor().data<int8_t>()[0], -8);
+  EXPECT_EQ(widen.outputs[0].tensor().data<int8_t>()[1], 7);
+  EXPECT_FALSE(run_kernel("Cast", 25, {make_tensor<float>({2})}, {attr_int("to", 1), attr_string("round_mode", "x")})
+                   .status.is_ok());
 }
 
 TEST(MathCast, CastLike) {

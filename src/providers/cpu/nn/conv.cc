@@ -145,77 +145,6 @@ void convolve(const T* x, const T* weights, const T* bias, T* y, int64_t batch, 
   });
 }
 
-class ConvKernel final : public Kernel {
- public:
-  explicit ConvKernel(const KernelInfo& info)
-      : attrs_(nn::WindowAttributes::from(info)), group_(info.attr_int("group", 1)) {
-    attrs_.ceil_mode = false;
-    if (group_ < 1) throw Error(invalid_model(info.label(), ": attribute group is ", group_, ", expected >= 1"));
-  }
-
-  Status compute(KernelContext& ctx) const override {
-    const Tensor* x = ctx.input_tensor(0);
-    const Tensor* w = ctx.input_tensor(1);
-    const Tensor* b = ctx.input_tensor(2);
-    if (x == nullptr || w == nullptr) return invalid_argument(ctx.label(), ": inputs X and W are required");
-    if (x->rank() < 3) {
-      return invalid_argument(ctx.label(), ": input X has rank ", x->rank(), ", expected at least 3 (N,C,spatial...)");
-    }
-    if (w->rank() != x->rank()) {
-      return invalid_argument(ctx.label(), ": input W has rank ", w->rank(), ", expected ", x->rank(),
-                              " (the rank of X: M, C/group, kernel...)");
-    }
-    if (w->dtype() != x->dtype() || (b != nullptr && b->dtype() != x->dtype())) {
-      return invalid_argument(ctx.label(), ": inputs have element types ", dtype_name(x->dtype()), " and ",
-                              dtype_name(w->dtype()), ", expected one type");
-    }
-    const int64_t batch = x->dim(0), in_channels = x->dim(1), out_channels = w->dim(0);
-    if (w->dim(1) * group_ != in_channels) {
-      return invalid_argument(ctx.label(), ": input X has ", in_channels, " channels, but W expects ",
-                              w->dim(1) * group_, " (W.shape[1]=", w->dim(1), " x group=", group_, ")");
-    }
-    if (out_channels % group_ != 0) {
-      return invalid_argument(ctx.label(), ": W has ", out_channels, " output channels, expected a multiple of group ",
-                              group_);
-    }
-    if (b != nullptr && (b->rank() != 1 || b->dim(0) != out_channels)) {
-      return invalid_argument(ctx.label(), ": input B has shape ", shape_to_string(b->shape()), ", expected [",
-                              out_channels, "]");
-    }
-    const std::vector<int64_t> kernel_from_w = nn::tail(w->shape(), 2);
-    ONYX_ASSIGN_OR_RETURN(Window win, nn::resolve_window(ctx.label(), attrs_, nn::tail(x->shape(), 2), kernel_from_w));
-    if (win.kernel != kernel_from_w) {
-      return invalid_argument(ctx.label(), ": kernel_shape ", shape_to_string(win.kernel),
-                              " does not match W's spatial shape ", shape_to_string(kernel_from_w));
-    }
-    Shape out_shape{batch, out_channels};
-    out_shape.insert(out_shape.end(), win.output.begin(), win.output.end());
-    Tensor& y = ctx.allocate_output(0, x->dtype(), out_shape);
-    if (y.size() == 0) return Status::ok();
-    ThreadPool* pool = ctx.thread_pool();
-    return dispatch_float(x->dtype(), [&](auto tag) -> Status {
-      using T = typename decltype(tag)::type;
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-        convolve<T>(x->data<T>(), w->data<T>(), b ? b->data<T>() : nullptr, y.data<T>(), batch, in_channels,
-                    out_channels, group_, win, pool);
-      } else {
-        const Tensor xf = nn::to_float<T>(*x), wf = nn::to_float<T>(*w);
-        Tensor bf;
-        if (b != nullptr) bf = nn::to_float<T>(*b);
-        std::vector<float> yf(static_cast<size_t>(y.size()));
-        convolve<float>(xf.data<float>(), wf.data<float>(), b ? bf.data<float>() : nullptr, yf.data(), batch,
-                        in_channels, out_channels, group_, win, pool);
-        nn::from_float<T>(yf.data(), y.size(), y.data<T>());
-      }
-      return Status::ok();
-    });
-  }
-
- private:
-  nn::WindowAttributes attrs_;
-  int64_t group_;
-};
-
 // Validates X and W of a convolution and resolves its window; shared by Conv
 // and ConvInteger. Returns the window; out_shape receives Y's shape.
 Result<Window> check_conv(const std::string& label, const nn::WindowAttributes& attrs, int64_t group, const Tensor& x,
@@ -241,6 +170,56 @@ Result<Window> check_conv(const std::string& label, const nn::WindowAttributes& 
   out_shape.insert(out_shape.end(), win.output.begin(), win.output.end());
   return win;
 }
+
+class ConvKernel final : public Kernel {
+ public:
+  explicit ConvKernel(const KernelInfo& info)
+      : attrs_(nn::WindowAttributes::from(info)), group_(info.attr_int("group", 1)) {
+    attrs_.ceil_mode = false;
+    if (group_ < 1) throw Error(invalid_model(info.label(), ": attribute group is ", group_, ", expected >= 1"));
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor* x = ctx.input_tensor(0);
+    const Tensor* w = ctx.input_tensor(1);
+    const Tensor* b = ctx.input_tensor(2);
+    if (x == nullptr || w == nullptr) return invalid_argument(ctx.label(), ": inputs X and W are required");
+    if (w->dtype() != x->dtype() || (b != nullptr && b->dtype() != x->dtype())) {
+      return invalid_argument(ctx.label(), ": inputs have element types ", dtype_name(x->dtype()), " and ",
+                              dtype_name(w->dtype()), ", expected one type");
+    }
+    Shape out_shape;
+    ONYX_ASSIGN_OR_RETURN(Window win, check_conv(ctx.label(), attrs_, group_, *x, *w, out_shape));
+    const int64_t batch = x->dim(0), in_channels = x->dim(1), out_channels = w->dim(0);
+    if (b != nullptr && (b->rank() != 1 || b->dim(0) != out_channels)) {
+      return invalid_argument(ctx.label(), ": input B has shape ", shape_to_string(b->shape()), ", expected [",
+                              out_channels, "]");
+    }
+    Tensor& y = ctx.allocate_output(0, x->dtype(), out_shape);
+    if (y.size() == 0) return Status::ok();
+    ThreadPool* pool = ctx.thread_pool();
+    return dispatch_float(x->dtype(), [&](auto tag) -> Status {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        convolve<T>(x->data<T>(), w->data<T>(), b ? b->data<T>() : nullptr, y.data<T>(), batch, in_channels,
+                    out_channels, group_, win, pool);
+      } else {
+        const Tensor xf = nn::to_float<T>(*x), wf = nn::to_float<T>(*w);
+        Tensor bf;
+        if (b != nullptr) bf = nn::to_float<T>(*b);
+        std::vector<float> yf(static_cast<size_t>(y.size()));
+        convolve<float>(xf.data<float>(), wf.data<float>(), b ? bf.data<float>() : nullptr, yf.data(), batch,
+                        in_channels, out_channels, group_, win, pool);
+        nn::from_float<T>(yf.data(), y.size(), y.data<T>());
+      }
+      return Status::ok();
+    });
+  }
+
+ private:
+  nn::WindowAttributes attrs_;
+  int64_t group_;
+};
 
 class ConvIntegerKernel final : public Kernel {
  public:

@@ -143,7 +143,10 @@ inline Result<ScaleLayout> make_scale_layout(const std::string& label, const Sha
   const int64_t rank = static_cast<int64_t>(x.size());
   const int64_t scale_size = shape_size(scale);
   if (block_size < 0) return invalid_argument(label, ": attribute block_size is ", block_size, ", expected >= 0");
-  if (block_size == 0 && scale_size == 1 && scale.size() <= 1) return layout;
+  if (block_size == 0 && scale_size == 1 && scale.size() <= 1) {
+    layout.inner = shape_size(x);
+    return layout;
+  }
   if (axis < -rank || axis >= rank) {
     return invalid_argument(label, ": attribute axis ", axis, " is out of range for input x of rank ", rank);
   }

@@ -66,7 +66,7 @@ class QuantizeLinearKernel final : public Kernel {
         return invalid_argument(ctx.label(), ": input y_zero_point has type ", dtype_name(out_type),
                                 " but attribute output_dtype is ", dtype_name(output_dtype_));
       }
-      if (zero_point->shape() != scale->shape()) {
+      if (zero_point->shape() != scale->shape() && !(zero_point->size() == 1 && scale->size() == 1)) {
         return invalid_argument(ctx.label(), ": input y_zero_point has shape ", shape_to_string(zero_point->shape()),
                                 ", expected the shape of y_scale ", shape_to_string(scale->shape()));
       }
@@ -186,7 +186,7 @@ class DequantizeLinearKernel final : public Kernel {
         return invalid_argument(ctx.label(), ": input x_zero_point has type ", dtype_name(zero_point->dtype()),
                                 ", expected the type of x (", dtype_name(x->dtype()), ")");
       }
-      if (zero_point->shape() != scale->shape()) {
+      if (zero_point->shape() != scale->shape() && !(zero_point->size() == 1 && scale->size() == 1)) {
         return invalid_argument(ctx.label(), ": input x_zero_point has shape ", shape_to_string(zero_point->shape()),
                                 ", expected the shape of x_scale ", shape_to_string(scale->shape()));
       }
