@@ -13,7 +13,7 @@ void print_usage() {
       "usage: onyx <command> [options]\n"
       "\n"
       "commands:\n"
-      "  run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--seed N] [-t THREADS]\n"
+      "  run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--seed N] [-t THREADS] [--profile PREFIX]\n"
       "      run a model once (random inputs where none are given) and print its outputs\n"
       "  inspect MODEL\n"
       "      opsets, inputs and outputs, op histogram, unsupported ops, parameter count\n"

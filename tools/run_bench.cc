@@ -24,6 +24,7 @@ struct CommonArgs {
   int runs = 100;
   int warmup = 5;
   uint64_t seed = 0;
+  std::string profile_prefix;  // write a Chrome trace when set
 };
 
 // Parses the options shared by run and bench; returns false (after printing
@@ -64,6 +65,10 @@ bool parse(const std::vector<std::string>& args, const char* command, CommonArgs
         const std::string* v = value("a number");
         if (!v) return false;
         out.warmup = std::max(0, std::stoi(*v));
+      } else if (a == "--profile") {
+        const std::string* v = value("a file prefix");
+        if (!v) return false;
+        out.profile_prefix = *v;
       } else if (a == "--seed") {
         const std::string* v = value("a number");
         if (!v) return false;
@@ -112,6 +117,8 @@ int run_command(const std::vector<std::string>& arg_list) {
   if (!parse(arg_list, "run", args)) return kExitUsage;
   SessionOptions options;
   options.intra_op_num_threads = args.threads;
+  options.enable_profiling = !args.profile_prefix.empty();
+  options.profile_file_prefix = args.profile_prefix;
   const auto created = Clock::now();
   auto session = InferenceSession::from_file(args.model, options);
   const double create_ms = ms_since(created);
@@ -131,6 +138,7 @@ int run_command(const std::vector<std::string>& arg_list) {
     }
   }
   std::printf("session creation %.2f ms, run %.2f ms\n", create_ms, run_ms);
+  if (options.enable_profiling) std::printf("profile written to %s\n", session->end_profiling().c_str());
   return kExitOk;
 }
 

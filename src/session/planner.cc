@@ -11,6 +11,11 @@ namespace {
 
 std::string domain_name(const std::string& domain) { return domain.empty() ? "ai.onnx" : domain; }
 
+// Prefixes the node's label unless the kernel already named it.
+std::string labelled(const std::string& label, const std::string& message) {
+  return message.rfind(label, 0) == 0 ? message : label + ": " + message;
+}
+
 void collect_unsupported(const graph::Graph& graph, const std::vector<const ExecutionProvider*>& providers,
                          std::set<std::string>& missing) {
   for (const graph::Node& node : graph.nodes) {
@@ -135,13 +140,13 @@ Result<std::unique_ptr<GraphPlan>> make_plan(const graph::Graph& graph,
     try {
       Result<std::unique_ptr<Kernel>> kernel = def->factory(info);
       if (!kernel.is_ok()) {
-        return Status(kernel.status().code(), step.label + ": " + kernel.status().message());
+        return Status(kernel.status().code(), labelled(step.label, kernel.status().message()));
       }
       step.kernel = std::move(kernel).value();
     } catch (const Error& e) {
-      return Status(e.code(), step.label + ": " + e.what());
+      return Status(e.code(), labelled(step.label, e.what()));
     } catch (const std::exception& e) {
-      return invalid_model(step.label, ": ", e.what());
+      return invalid_model(labelled(step.label, e.what()));
     }
     for (const auto& [name, attr] : node.attributes) {
       if (attr.g) {

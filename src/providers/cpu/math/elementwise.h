@@ -16,9 +16,12 @@ namespace onyx::cpu::math {
 
 // Input i as a tensor, or an error naming the node and the input.
 inline Result<const Tensor*> required_input(const KernelContext& ctx, size_t i, const char* name) {
-  const Tensor* t = ctx.input_tensor(i);
-  if (t == nullptr) return invalid_argument(ctx.label(), ": required input ", name, " (#", i, ") is missing");
-  return t;
+  const Value* v = ctx.input(i);
+  if (v == nullptr) return invalid_argument(ctx.label(), ": required input ", name, " (#", i, ") is missing");
+  if (!v->is_tensor()) {
+    return invalid_argument(ctx.label(), ": input ", name, " is ", v->describe(), ", expected a tensor");
+  }
+  return &v->tensor();
 }
 
 // Prefixes a Status from a helper that does not know the node (dispatch,
