@@ -17,6 +17,12 @@ echo "== C++ tests"
 echo "== Python tests"
 PYTHONPATH="$root/$build/python" python3 -m pytest -q tests/python
 
+echo "== docs/operators.md matches the kernel registry"
+"$build/onyx" operators | diff -u docs/operators.md - || {
+  echo "docs/operators.md is stale: regenerate it with '$build/onyx operators > docs/operators.md'"
+  exit 1
+}
+
 echo "== ONNX backend conformance"
 data=${ONYX_BACKEND_DATA:-$root/../shared/onnx-backend-data}
 if [ -d "$data/node" ]; then

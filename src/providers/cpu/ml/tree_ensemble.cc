@@ -332,11 +332,18 @@ Status check_features(const KernelContext& ctx, const Forest<T>& forest, int64_t
   return Status::ok();
 }
 
-// Sums (or takes the min/max of) the leaf weights one row reaches.
+// Sums (or takes the min/max of) the leaf weights one row reaches. With
+// `empty_leaf_is_zero` (single-target regression) a leaf without weights
+// counts as weight 0 for target 0, as onnxruntime scores it.
 template <typename T>
-void accumulate(const Forest<T>& forest, const T* x, Aggregate agg, T* score, uint8_t* has) {
+void accumulate(const Forest<T>& forest, const T* x, Aggregate agg, T* score, uint8_t* has, bool empty_leaf_is_zero = false) {
   for (int32_t root : forest.roots) {
     const auto& leaf = forest.nodes[static_cast<size_t>(forest.find_leaf(x, root))];
+    if (empty_leaf_is_zero && leaf.false_child == 0) {
+      if (agg == Aggregate::kMin ? (!has[0] || score[0] > T(0)) : agg == Aggregate::kMax ? (!has[0] || score[0] < T(0)) : false) score[0] = T(0);
+      has[0] = 1;
+      continue;
+    }
     const auto* w = forest.weights.data() + leaf.true_child;
     for (int32_t k = 0; k < leaf.false_child; ++k, ++w) {
       T& s = score[w->target];
@@ -372,10 +379,12 @@ void regress(KernelContext& ctx, const Forest<T>& forest, const std::vector<T>& 
     for (int64_t r = begin; r < end; ++r) {
       std::fill(score.begin(), score.end(), T(0));
       std::fill(has.begin(), has.end(), uint8_t(0));
-      accumulate(forest, x.data() + r * cols, agg, score.data(), has.data());
+      accumulate(forest, x.data() + r * cols, agg, score.data(), has.data(), targets == 1);
       Out* out = y + r * targets;
       for (int64_t t = 0; t < targets; ++t) {
-        T v = has[static_cast<size_t>(t)] ? score[static_cast<size_t>(t)] : T(0);
+        // A target no leaf scored stays 0, without its base value (onnxruntime).
+        if (!has[static_cast<size_t>(t)]) continue;
+        T v = score[static_cast<size_t>(t)];
         if (agg == Aggregate::kAverage) v /= static_cast<T>(tree_count);
         if (use_base) v += base[static_cast<size_t>(t)];
         score[static_cast<size_t>(t)] = v;
