@@ -240,8 +240,10 @@ nb::object element_to_python(const Tensor& t, int64_t i) {
 }
 
 nb::object numpy_module() {
-  static nb::object numpy = nb::module_::import_("numpy");
-  return numpy;
+  // Kept for the life of the process and never released: a static nb::object
+  // would be decref'd by exit handlers after the interpreter is gone.
+  static PyObject* numpy = nb::module_::import_("numpy").release().ptr();
+  return nb::borrow(numpy);
 }
 
 // A tensor as a numpy array. Numbers are not copied: the array's base is a
@@ -360,14 +362,15 @@ NB_MODULE(_onyx, m) {
   g_errors.fail = new_error_class(m, "Fail", g_errors.base, "A kernel failed while running on valid input.");
   nb::register_exception_translator(translate_error);
 
-  nb::enum_<GraphOptimizationLevel>(m, "GraphOptimizationLevel")
+  // Arithmetic like onnxruntime's enums: int(level) and comparisons with ints work.
+  nb::enum_<GraphOptimizationLevel>(m, "GraphOptimizationLevel", nb::is_arithmetic())
       .value("ORT_DISABLE_ALL", GraphOptimizationLevel::kDisableAll)
       .value("ORT_ENABLE_BASIC", GraphOptimizationLevel::kEnableBasic)
       .value("ORT_ENABLE_EXTENDED", GraphOptimizationLevel::kEnableExtended)
       .value("ORT_ENABLE_LAYOUT", GraphOptimizationLevel::kEnableLayout)
       .value("ORT_ENABLE_ALL", GraphOptimizationLevel::kEnableAll);
 
-  nb::enum_<ExecutionMode>(m, "ExecutionMode")
+  nb::enum_<ExecutionMode>(m, "ExecutionMode", nb::is_arithmetic())
       .value("ORT_SEQUENTIAL", ExecutionMode::kSequential)
       .value("ORT_PARALLEL", ExecutionMode::kParallel);
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <complex>
+#include <cstring>
 #include <random>
 
 #include "kernel_test_util.h"
@@ -452,6 +453,64 @@ TEST(Text, TfIdfVectorizerCountsSkipGrams) {
     }
   }
   EXPECT_EQ(values<float>(run.outputs[0]), want);
+}
+
+
+// ---- extras ------------------------------------------------------------------------------
+
+TEST(Extras, CumProdExclusiveReverseMatchesReference) {
+  const Tensor x = random_float({3, 4}, 14, 0.5f, 1.5f);
+  auto run = run_kernel("CumProd", 26, {x, Tensor::scalar<int64_t>(-1)}, {attr_int("exclusive", 1), attr_int("reverse", 1)});
+  ASSERT_TRUE(run.status.is_ok()) << run.status.message();
+  const auto y = values<float>(run.outputs[0]);
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t j = 0; j < 4; ++j) {
+      double want = 1.0;
+      for (int64_t k = j + 1; k < 4; ++k) want *= x.data<float>()[r * 4 + k];
+      EXPECT_NEAR(y[static_cast<size_t>(r * 4 + j)], want, 1e-5);
+    }
+  }
+}
+
+TEST(Extras, BitCastKeepsBits) {
+  const Tensor x = Tensor::from_vector<float>({1.0f, -2.5f, 0.0f}, {3});
+  auto run = run_kernel("BitCast", 26, {x}, {attr_int("to", static_cast<int>(DataType::kInt32))});
+  ASSERT_TRUE(run.status.is_ok()) << run.status.message();
+  for (int i = 0; i < 3; ++i) {
+    int32_t bits;
+    std::memcpy(&bits, &x.data<float>()[i], 4);
+    EXPECT_EQ(run.outputs[0].tensor().data<int32_t>()[i], bits);
+  }
+  auto bad = run_kernel("BitCast", 26, {x}, {attr_int("to", static_cast<int>(DataType::kInt64))});
+  EXPECT_FALSE(bad.status.is_ok());
+}
+
+TEST(Extras, Col2ImMatchesReference) {
+  // image 4x5, block 2x2, stride 1, pad 1 on the top -> blocks 4x4.
+  const int64_t ih = 4, iw = 5, bh = 2, bw = 2, gh = 4, gw = 4;
+  const Tensor x = random_float({1, 2 * bh * bw, gh * gw}, 15);
+  auto run = run_kernel("Col2Im", 18,
+                        {x, Tensor::from_vector<int64_t>({ih, iw}, {2}), Tensor::from_vector<int64_t>({bh, bw}, {2})},
+                        {attr_ints("pads", {1, 0, 0, 0})});
+  ASSERT_TRUE(run.status.is_ok()) << run.status.message();
+  ASSERT_EQ(run.outputs[0].tensor().shape(), (Shape{1, 2, ih, iw}));
+  std::vector<double> want(static_cast<size_t>(2 * ih * iw), 0.0);
+  for (int64_t c = 0; c < 2; ++c) {
+    for (int64_t kh = 0; kh < bh; ++kh) {
+      for (int64_t kw = 0; kw < bw; ++kw) {
+        for (int64_t lh = 0; lh < gh; ++lh) {
+          for (int64_t lw = 0; lw < gw; ++lw) {
+            const int64_t h = lh - 1 + kh, w = lw + kw;
+            if (h < 0 || h >= ih || w < 0 || w >= iw) continue;
+            want[static_cast<size_t>((c * ih + h) * iw + w)] +=
+                x.data<float>()[((c * bh + kh) * bw + kw) * gh * gw + lh * gw + lw];
+          }
+        }
+      }
+    }
+  }
+  const auto y = values<float>(run.outputs[0]);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-5);
 }
 
 }  // namespace

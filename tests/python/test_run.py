@@ -232,3 +232,54 @@ def test_python_dash_m_onyx(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     out = subprocess.run([sys.executable, "-m", "onyx", str(path)], capture_output=True, text=True, env=env, check=True)
     assert "input  X: tensor(float) ['batch', 3]" in out.stdout
+
+
+def test_run_options_terminate():
+    session = onyx.InferenceSession(add_relu_model().SerializeToString())
+    run_options = onyx.RunOptions()
+    run_options.terminate = True
+    with pytest.raises(RuntimeError, match="terminate"):
+        session.run(None, {"X": np.ones((1, 3), np.float32)}, run_options)
+    run_options.terminate = False
+    session.run(None, {"X": np.ones((1, 3), np.float32)}, run_options)
+
+
+def test_session_options_take_effect():
+    so = onyx.SessionOptions()
+    so.graph_optimization_level = onyx.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.intra_op_num_threads = 1
+    so.execution_mode = onyx.ExecutionMode.ORT_SEQUENTIAL
+    x = np.random.default_rng(3).standard_normal((4, 3)).astype(np.float32)
+    plain = onyx.InferenceSession(add_relu_model().SerializeToString(), so).run(None, {"X": x})
+    default = onyx.InferenceSession(add_relu_model().SerializeToString()).run(None, {"X": x})
+    for a, b in zip(plain, default):
+        np.testing.assert_array_equal(a, b)
+    assert int(onyx.GraphOptimizationLevel.ORT_ENABLE_ALL) == 99
+
+
+def test_bfloat16_input_from_uint16():
+    model = make_model(
+        [helper.make_node("Cast", ["X"], ["Y"], to=TensorProto.FLOAT)],
+        [helper.make_tensor_value_info("X", TensorProto.BFLOAT16, [3])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [3])],
+    )
+    session = onyx.InferenceSession(model.SerializeToString())
+    (y,) = session.run(None, {"X": np.array([0x3F80, 0xC020, 0x4040], np.uint16)})
+    np.testing.assert_array_equal(y, [1.0, -2.5, 3.0])
+
+
+def test_map_input_from_dict():
+    map_type = helper.make_map_type_proto(TensorProto.INT64, helper.make_tensor_type_proto(TensorProto.FLOAT, []))
+    model = make_model(
+        [helper.make_node("DictVectorizer", ["D"], ["V"], domain="ai.onnx.ml", int64_vocabulary=[1, 2, 3])],
+        [helper.make_value_info("D", map_type)],
+        [helper.make_tensor_value_info("V", TensorProto.FLOAT, None)],
+        extra_opsets=[("ai.onnx.ml", 3)],
+    )
+    try:
+        session = onyx.InferenceSession(model.SerializeToString())
+    except onyx.NotImplemented:
+        pytest.skip("this build has no DictVectorizer kernel")
+    assert session.get_inputs()[0].type == "map(int64,tensor(float))"
+    ours, ref = run_both(model, {"D": {1: 2.0, 3: 5.0}})
+    assert_close(ours[0], ref[0])

@@ -210,7 +210,7 @@ class AttentionKernel final : public Kernel {
       mask_len = mask->dim(mask->rank() - 1);
       mask_values.resize(static_cast<size_t>(mask->size()));
       const C neg_inf = -std::numeric_limits<C>::infinity();
-      ONYX_RETURN_IF_ERROR(dispatch_numeric_or_bool(mask->dtype(), [&](auto tag) -> Status {
+      Status mask_status = dispatch_numeric_or_bool(mask->dtype(), [&](auto tag) -> Status {
         using M = typename decltype(tag)::type;
         const M* p = mask->data<M>();
         for (size_t i = 0; i < mask_values.size(); ++i) {
@@ -221,7 +221,11 @@ class AttentionKernel final : public Kernel {
           }
         }
         return Status::ok();
-      }));
+      });
+      if (!mask_status.is_ok()) {
+        return invalid_argument(ctx.label(), ": input attn_mask has element type ", dtype_name(mask->dtype()),
+                                ", expected bool or a number type");
+      }
     }
 
     // Working copies: Q as (B, Hq, Sq, D); K and V with the past cache in front.

@@ -87,7 +87,8 @@ class CausalConvWithStateKernel final : public Kernel {
   bool silu_ = false;
 };
 
-ONYX_REGISTER_CPU_KERNEL("", "CausalConvWithState", 27, kLatestVersion, types::floats(), CausalConvWithStateKernel);
+ONYX_REGISTER_CPU_KERNEL("", "CausalConvWithState", 27, kLatestVersion,
+                         (std::vector<DataType>{DataType::kFloat, DataType::kFloat16, DataType::kBFloat16}), CausalConvWithStateKernel);
 
 }  // namespace
 }  // namespace onyx::cpu

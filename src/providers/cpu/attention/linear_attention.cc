@@ -152,7 +152,8 @@ class LinearAttentionKernel final : public Kernel {
   bool gated_ = false, delta_ = false;
 };
 
-ONYX_REGISTER_CPU_KERNEL("", "LinearAttention", 27, kLatestVersion, types::floats(), LinearAttentionKernel);
+ONYX_REGISTER_CPU_KERNEL("", "LinearAttention", 27, kLatestVersion,
+                         (std::vector<DataType>{DataType::kFloat, DataType::kFloat16, DataType::kBFloat16}), LinearAttentionKernel);
 
 }  // namespace
 }  // namespace onyx::cpu

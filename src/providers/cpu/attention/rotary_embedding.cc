@@ -117,7 +117,8 @@ class RotaryEmbeddingKernel final : public Kernel {
   int64_t rotary_dim_, num_heads_;
 };
 
-ONYX_REGISTER_CPU_KERNEL("", "RotaryEmbedding", 23, kLatestVersion, types::floats(), RotaryEmbeddingKernel);
+ONYX_REGISTER_CPU_KERNEL("", "RotaryEmbedding", 23, kLatestVersion,
+                         (std::vector<DataType>{DataType::kFloat, DataType::kFloat16, DataType::kBFloat16}), RotaryEmbeddingKernel);
 
 }  // namespace
 }  // namespace onyx::cpu

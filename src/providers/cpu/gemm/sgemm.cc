@@ -1,259 +1,509 @@
-// Portable packed SGEMM (Goto/van de Geijn blocking): op(A) and op(B) are
-// copied into MR-row and NR-column panels so the register-blocked microkernel
-// reads both with unit stride; the C matrix is split into tiles run in parallel.
-// The microkernel uses GCC/Clang vector extensions, which lower to SSE on
-// x86-64 baseline, NEON on ARM and SIMD128 on WebAssembly.
+// The SGEMM driver (Goto/van de Geijn blocking, as in BLIS): op(A) and op(B)
+// are copied into MR-row and NR-column panels, K in blocks of KC, so the
+// register-blocked microkernel of the chosen ISA reads both with unit stride;
+// C is split into tiles run in parallel. Also the GEMV paths for M or N == 1
+// and the generic GEMM of the non-float types.
 #include "providers/cpu/gemm/sgemm.h"
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <type_traits>
 #include <vector>
 
+#include "providers/cpu/gemm/sgemm_kernels.h"
+#include "providers/cpu/gemm/target_clones.h"
+
 namespace onyx::cpu {
-namespace {
 
-typedef float Vec4 __attribute__((vector_size(16)));
+using gemm_detail::SgemmKernel;
 
-// 6 rows x 8 columns: 12 four-wide accumulators plus two B vectors and one
-// broadcast A value fit in the 16 vector registers of SSE and NEON.
-constexpr int64_t kMR = 6;
-constexpr int64_t kNR = 8;
-// Blocks: an MC x KC block of A (about 96 KiB) stays in L2, one KC x NR panel
-// of B (8 KiB) stays in L1 while the microkernel walks the A panels.
-constexpr int64_t kMC = 96;
-constexpr int64_t kKC = 256;
-constexpr int64_t kNC = 256;
-
-inline Vec4 load4(const float* p) {
-  Vec4 v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline void store4(float* p, Vec4 v) { std::memcpy(p, &v, sizeof(v)); }
-
-// Computes the 6x8 tile acc = a_panel * b_panel over k, then writes it to C:
-// C = acc + C when `accumulate` (a later K block), else acc + beta * C.
-// m, n (<= MR, NR) clip the tile at the matrix edge.
-void microkernel_6x8(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t m, int64_t n,
-                     float beta, bool accumulate) {
-  Vec4 acc[kMR][2];
-  for (int64_t i = 0; i < kMR; ++i) acc[i][0] = acc[i][1] = Vec4{0, 0, 0, 0};
-  for (int64_t p = 0; p < k; ++p) {
-    const Vec4 b0 = load4(b);
-    const Vec4 b1 = load4(b + 4);
-    for (int64_t i = 0; i < kMR; ++i) {
-      const Vec4 ai = Vec4{a[i], a[i], a[i], a[i]};
-      acc[i][0] += ai * b0;
-      acc[i][1] += ai * b1;
-    }
-    a += kMR;
-    b += kNR;
-  }
-  if (m == kMR && n == kNR) {
-    for (int64_t i = 0; i < kMR; ++i) {
-      float* row = c + i * ldc;
-      if (accumulate) {
-        store4(row, load4(row) + acc[i][0]);
-        store4(row + 4, load4(row + 4) + acc[i][1]);
-      } else if (beta == 0.0f) {
-        store4(row, acc[i][0]);
-        store4(row + 4, acc[i][1]);
-      } else {
-        const Vec4 bv = Vec4{beta, beta, beta, beta};
-        store4(row, bv * load4(row) + acc[i][0]);
-        store4(row + 4, bv * load4(row + 4) + acc[i][1]);
-      }
-    }
-    return;
-  }
-  float tile[kMR][kNR];
-  for (int64_t i = 0; i < kMR; ++i) {
-    store4(tile[i], acc[i][0]);
-    store4(tile[i] + 4, acc[i][1]);
-  }
-  for (int64_t i = 0; i < m; ++i) {
-    float* row = c + i * ldc;
-    for (int64_t j = 0; j < n; ++j) {
-      if (accumulate) {
-        row[j] += tile[i][j];
-      } else if (beta == 0.0f) {
-        row[j] = tile[i][j];
-      } else {
-        row[j] = beta * row[j] + tile[i][j];
-      }
-    }
-  }
-}
-
-// Packs rows [i0, i0+mc) x cols [p0, p0+kc) of alpha*op(A) into MR-row panels,
-// k-major inside a panel; rows past the edge are zero.
-void pack_a(bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float alpha,
-            float* dst) {
-  for (int64_t ip = 0; ip < mc; ip += kMR) {
-    const int64_t rows = std::min(kMR, mc - ip);
-    for (int64_t p = 0; p < kc; ++p) {
-      for (int64_t r = 0; r < kMR; ++r) {
-        float v = 0.0f;
-        if (r < rows) {
-          const int64_t i = i0 + ip + r;
-          const int64_t kk = p0 + p;
-          v = alpha * (trans_a ? A[kk * lda + i] : A[i * lda + kk]);
-        }
-        dst[p * kMR + r] = v;
-      }
-    }
-    dst += kc * kMR;
-  }
-}
-
-// Packs rows [p0, p0+kc) x cols [j0, j0+nc) of op(B) into NR-column panels.
-void pack_b(bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* dst) {
-  for (int64_t jp = 0; jp < nc; jp += kNR) {
-    const int64_t cols = std::min(kNR, nc - jp);
-    if (!trans_b && cols == kNR) {
-      for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * kNR, B + (p0 + p) * ldb + j0 + jp, kNR * sizeof(float));
-    } else {
-      for (int64_t p = 0; p < kc; ++p) {
-        for (int64_t c = 0; c < kNR; ++c) {
-          float v = 0.0f;
-          if (c < cols) {
-            const int64_t j = j0 + jp + c;
-            const int64_t kk = p0 + p;
-            v = trans_b ? B[j * ldb + kk] : B[kk * ldb + j];
-          }
-          dst[p * kNR + c] = v;
-        }
-      }
-    }
-    dst += kc * kNR;
-  }
-}
-
-inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
-// A 64-byte aligned scratch buffer of floats.
-class Scratch {
- public:
-  explicit Scratch(size_t count) : storage_(new float[count + 16]) {
-    auto address = reinterpret_cast<uintptr_t>(storage_.get());
-    data_ = reinterpret_cast<float*>((address + 63) & ~uintptr_t{63});
-  }
-  float* data() { return data_; }
-
- private:
-  std::unique_ptr<float[]> storage_;
-  float* data_;
+struct PackedAccess {
+  static const SgemmKernel* kernel(const PackedMatrix& p) { return p.kernel_; }
+  static const float* data(const PackedMatrix& p) { return p.data_.get(); }
 };
 
+namespace {
+
+inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+inline int64_t ceil_div(int64_t v, int64_t m) { return (v + m - 1) / m; }
+
+bool cpu_supports(SgemmIsa isa) {
+  switch (isa) {
+    case SgemmIsa::kAuto:
+    case SgemmIsa::kPortable:
+      return true;
+    case SgemmIsa::kAvx2:
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+      return gemm_detail::avx2_kernel() != nullptr && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+      return false;
+#endif
+    case SgemmIsa::kAvx512:
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+      return gemm_detail::avx512_kernel() != nullptr && __builtin_cpu_supports("avx512f");
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+SgemmIsa detect_best_isa() {
+  if (cpu_supports(SgemmIsa::kAvx512)) return SgemmIsa::kAvx512;
+  if (cpu_supports(SgemmIsa::kAvx2)) return SgemmIsa::kAvx2;
+  return SgemmIsa::kPortable;
+}
+
+// The kernel for `isa`; an ISA the CPU cannot run falls back to the best one
+// it can (so a forced ISA in a test never executes illegal instructions).
+const SgemmKernel& kernel_for(SgemmIsa isa) {
+  static const SgemmIsa best = detect_best_isa();
+  if (isa == SgemmIsa::kAuto || !cpu_supports(isa)) isa = best;
+  switch (isa) {
+    case SgemmIsa::kAvx512:
+      return *gemm_detail::avx512_kernel();
+    case SgemmIsa::kAvx2:
+      return *gemm_detail::avx2_kernel();
+    default:
+      return *gemm_detail::portable_kernel();
+  }
+}
+
+// A 64-byte aligned float buffer. Small ones are cached per thread (the packing
+// buffers of every GEMM call would otherwise be allocated and page-faulted in
+// again each time); large ones are allocated for the call.
+class Scratch {
+ public:
+  enum Slot { kBlockA, kBlockB, kWholeB, kSlots };
+  Scratch(Slot slot, size_t count) {
+    constexpr size_t kCachedLimit = size_t{16} << 20;  // floats: 64 MiB
+    if (count > kCachedLimit) {
+      owned_.reset(new float[count + 16]);
+      data_ = align(owned_.get());
+      return;
+    }
+    Cache& cache = caches()[slot];
+    if (cache.capacity < count) {
+      cache.storage.reset();
+      cache.storage.reset(new float[count + 16]);
+      cache.capacity = count;
+    }
+    data_ = align(cache.storage.get());
+  }
+  float* data() const { return data_; }
+
+ private:
+  struct Cache {
+    std::unique_ptr<float[]> storage;
+    size_t capacity = 0;
+  };
+  static Cache* caches() {
+    thread_local Cache per_thread[kSlots];
+    return per_thread;
+  }
+  static float* align(float* p) {
+    auto address = reinterpret_cast<uintptr_t>(p);
+    return reinterpret_cast<float*>((address + 63) & ~uintptr_t{63});
+  }
+  std::unique_ptr<float[]> owned_;
+  float* data_ = nullptr;
+};
+
+// Packs rows [i0, i0+mb) x depth [p0, p0+kc) of op(A) into MR-row panels,
+// k-major inside a panel (dst[panel][p][r]); rows past mb are zero.
+void pack_a_block(const SgemmKernel& kern, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mb,
+                  int64_t p0, int64_t kc, float* dst) {
+  const int64_t mr = kern.mr;
+  for (int64_t ip = 0; ip < mb; ip += mr) {
+    const int64_t rows = std::min(mr, mb - ip);
+    if (trans_a) {
+      // A is K x M: a panel row p is `rows` adjacent floats of A's row p0+p.
+      for (int64_t p = 0; p < kc; ++p) {
+        const float* src = A + (p0 + p) * lda + i0 + ip;
+        float* out = dst + p * mr;
+        std::memcpy(out, src, static_cast<size_t>(rows) * sizeof(float));
+        std::fill(out + rows, out + mr, 0.0f);
+      }
+    } else {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* src = A + (i0 + ip + r) * lda + p0;
+        for (int64_t p = 0; p < kc; ++p) dst[p * mr + r] = src[p];
+      }
+      for (int64_t r = rows; r < mr; ++r)
+        for (int64_t p = 0; p < kc; ++p) dst[p * mr + r] = 0.0f;
+    }
+    dst += kc * mr;
+  }
+}
+
+// Packs depth [p0, p0+kc) x columns [j0, j0+nb) of op(B) into NR-column
+// panels (dst[panel][p][c]); columns past nb are zero.
+void pack_b_block(const SgemmKernel& kern, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc,
+                  int64_t j0, int64_t nb, float* dst) {
+  const int64_t nr = kern.nr;
+  for (int64_t jp = 0; jp < nb; jp += nr) {
+    const int64_t cols = std::min(nr, nb - jp);
+    if (!trans_b) {
+      for (int64_t p = 0; p < kc; ++p) {
+        float* out = dst + p * nr;
+        std::memcpy(out, B + (p0 + p) * ldb + j0 + jp, static_cast<size_t>(cols) * sizeof(float));
+        std::fill(out + cols, out + nr, 0.0f);
+      }
+    } else {
+      for (int64_t c = 0; c < cols; ++c) {
+        const float* src = B + (j0 + jp + c) * ldb + p0;
+        for (int64_t p = 0; p < kc; ++p) dst[p * nr + c] = src[p];
+      }
+      for (int64_t c = cols; c < nr; ++c)
+        for (int64_t p = 0; p < kc; ++p) dst[p * nr + c] = 0.0f;
+    }
+    dst += kc * nr;
+  }
+}
+
+// The whole op(B) (K x N) in the packed layout: K blocks one after another,
+// each holding every NR panel of that depth range. The block starting at
+// depth p0 begins at p0 * round_up(N, NR); inside it, the panel of column j
+// (a multiple of NR) begins at j * kc. Packed A is the same with MR and M.
+void pack_b_whole(const SgemmKernel& kern, bool trans_b, const float* B, int64_t ldb, int64_t K, int64_t N, float* dst,
+                  ThreadPool* pool) {
+  const int64_t n_pad = round_up(N, kern.nr);
+  const int64_t panels = n_pad / kern.nr, blocks = ceil_div(K, kern.kc);
+  parallel_for(pool, blocks * panels, static_cast<double>(kern.kc * kern.nr), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t p0 = (t / panels) * kern.kc, j = (t % panels) * kern.nr;
+      const int64_t kc = std::min(kern.kc, K - p0);
+      pack_b_block(kern, trans_b, B, ldb, p0, kc, j, std::min(kern.nr, N - j), dst + p0 * n_pad + j * kc);
+    }
+  });
+}
+
+void pack_a_whole(const SgemmKernel& kern, bool trans_a, const float* A, int64_t lda, int64_t M, int64_t K,
+                  float* dst) {
+  const int64_t m_pad = round_up(M, kern.mr);
+  for (int64_t p0 = 0; p0 < K; p0 += kern.kc) {
+    const int64_t kc = std::min(kern.kc, K - p0);
+    pack_a_block(kern, trans_a, A, lda, 0, M, p0, kc, dst + p0 * m_pad);
+  }
+}
+
+// Adds the biases and applies the activation to an m x n tile of C whose
+// first element is C(row0, col0).
+ONYX_TARGET_CLONES
+void apply_epilogue(float* c, int64_t ldc, int64_t m, int64_t n, int64_t row0, int64_t col0, const GemmEpilogue& ep) {
+  const float* col_bias = ep.col_bias != nullptr ? ep.col_bias + col0 : nullptr;
+  for (int64_t i = 0; i < m; ++i) {
+    float* row = c + i * ldc;
+    const float rb = ep.row_bias != nullptr ? ep.row_bias[row0 + i] : 0.0f;
+    if (col_bias != nullptr) {
+      for (int64_t j = 0; j < n; ++j) row[j] += rb + col_bias[j];
+    } else if (rb != 0.0f) {
+      for (int64_t j = 0; j < n; ++j) row[j] += rb;
+    }
+    switch (ep.activation) {
+      case GemmActivation::kNone:
+        break;
+      case GemmActivation::kRelu:
+        for (int64_t j = 0; j < n; ++j) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+        break;
+      case GemmActivation::kClip: {
+        const float lo = ep.clip_min, hi = ep.clip_max;
+        for (int64_t j = 0; j < n; ++j) row[j] = std::min(std::max(row[j], lo), hi);
+        break;
+      }
+      case GemmActivation::kLeakyRelu: {
+        const float slope = ep.leaky_alpha;
+        for (int64_t j = 0; j < n; ++j) row[j] = row[j] >= 0.0f ? row[j] : row[j] * slope;
+        break;
+      }
+    }
+  }
+}
+
 // y[j] = alpha * sum_k x[k] * Mat(k, j) + beta * y[j*incy] for j < n, with
-// Mat(k, j) = trans_mat ? mat[j*ld + k] : mat[k*ld + j]. Used when M or N is 1,
-// where packing would only add traffic.
+// Mat(k, j) = trans_mat ? mat[j*ld + k] : mat[k*ld + j]. Used when M or N is 1
+// and the matrix is not packed, where packing would only add traffic.
+ONYX_TARGET_CLONES
+void gemv_rows(const float* mat, int64_t ld, const float* xv, int64_t k, int64_t j_begin, int64_t j_end, float* out) {
+  // Mat(k, j) = mat[j*ld + k]: a dot product per output.
+  for (int64_t j = j_begin; j < j_end; ++j) {
+    const float* row = mat + j * ld;
+    float partial[16] = {};
+    int64_t p = 0;
+    for (; p + 16 <= k; p += 16)
+      for (int q = 0; q < 16; ++q) partial[q] += row[p + q] * xv[p + q];
+    float sum = 0.0f;
+    for (; p < k; ++p) sum += row[p] * xv[p];
+    for (float v : partial) sum += v;
+    out[j - j_begin] = sum;
+  }
+}
+
+ONYX_TARGET_CLONES
+void gemv_columns(const float* mat, int64_t ld, const float* xv, int64_t k, int64_t j0, int64_t width, float* acc) {
+  // Mat(k, j) = mat[k*ld + j]: rows of the matrix scaled and summed.
+  std::fill(acc, acc + width, 0.0f);
+  for (int64_t p = 0; p < k; ++p) {
+    const float xp = xv[p];
+    const float* row = mat + p * ld + j0;
+    for (int64_t j = 0; j < width; ++j) acc[j] += xp * row[j];
+  }
+}
+
 void gemv(bool trans_mat, int64_t n, int64_t k, float alpha, const float* mat, int64_t ld, const float* x,
           int64_t incx, float beta, float* y, int64_t incy, ThreadPool* pool) {
   std::vector<float> xs(static_cast<size_t>(k));
   for (int64_t p = 0; p < k; ++p) xs[static_cast<size_t>(p)] = alpha * x[p * incx];
   const float* xv = xs.data();
-  auto finish = [&](int64_t j, float sum) {
-    float* out = y + j * incy;
-    *out = beta == 0.0f ? sum : sum + beta * *out;
-  };
-  if (trans_mat) {
-    parallel_for(pool, n, 2.0 * static_cast<double>(k), [&](int64_t begin, int64_t end) {
-      for (int64_t j = begin; j < end; ++j) {
-        const float* row = mat + j * ld;
-        float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        int64_t p = 0;
-        for (; p + 8 <= k; p += 8) {
-          for (int q = 0; q < 8; ++q) partial[q] += row[p + q] * xv[p + q];
-        }
-        float sum = 0.0f;
-        for (; p < k; ++p) sum += row[p] * xv[p];
-        for (float v : partial) sum += v;
-        finish(j, sum);
-      }
-    });
-    return;
-  }
   constexpr int64_t kChunk = 256;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  const int64_t chunks = ceil_div(n, kChunk);
   parallel_for(pool, chunks, 2.0 * static_cast<double>(k * kChunk), [&](int64_t begin, int64_t end) {
     float acc[kChunk];
     for (int64_t chunk = begin; chunk < end; ++chunk) {
       const int64_t j0 = chunk * kChunk;
       const int64_t width = std::min(kChunk, n - j0);
-      std::fill(acc, acc + width, 0.0f);
-      for (int64_t p = 0; p < k; ++p) {
-        const float xp = xv[p];
-        const float* row = mat + p * ld + j0;
-        for (int64_t j = 0; j < width; ++j) acc[j] += xp * row[j];
+      if (trans_mat) {
+        gemv_rows(mat, ld, xv, k, j0, j0 + width, acc);
+      } else {
+        gemv_columns(mat, ld, xv, k, j0, width, acc);
       }
-      for (int64_t j = 0; j < width; ++j) finish(j0 + j, acc[j]);
+      for (int64_t j = 0; j < width; ++j) {
+        float* out = y + (j0 + j) * incy;
+        *out = beta == 0.0f ? acc[j] : acc[j] + beta * *out;
+      }
     }
   });
 }
 
+// Where the driver finds an operand: packed (whole, in the layout of
+// pack_b_whole) or as a row-major matrix to pack block by block.
+struct Operand {
+  const float* packed = nullptr;
+  const float* data = nullptr;
+  int64_t ld = 0;
+  bool trans = false;
+};
+
+// C = alpha * op(A) op(B) + beta * C (then the epilogue) for M, N, K > 0.
+void run_gemm(const SgemmKernel& kern, int64_t M, int64_t N, int64_t K, float alpha, Operand a, Operand b, float beta,
+              float* C, int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
+  const int64_t mr = kern.mr, nr = kern.nr;
+  const int64_t m_pad = round_up(M, mr), n_pad = round_up(N, nr);
+  const int64_t m_panels = m_pad / mr, n_panels = n_pad / nr;
+  const int64_t threads = pool == nullptr ? 1 : pool->parallelism();
+
+  // Tasks: a grid of row ranges (of whole MR panels, at most MC rows each) by
+  // column ranges. Their count is a multiple of the threads so that the
+  // static split of parallel_for gives every thread the same work.
+  int64_t row_tasks = ceil_div(m_panels, kern.mc / mr);
+  int64_t col_tasks = 1;
+  if (threads > 1) {
+    if (row_tasks >= threads) {
+      row_tasks = std::min(m_panels, round_up(row_tasks, threads));
+    } else {
+      col_tasks = std::min(n_panels, round_up(ceil_div(2 * threads, row_tasks), threads));
+    }
+  }
+  // With several row ranges, pack B once for all of them rather than once per range.
+  std::unique_ptr<Scratch> whole_b;
+  if (b.packed == nullptr && row_tasks > 1) {
+    whole_b = std::make_unique<Scratch>(Scratch::kWholeB, static_cast<size_t>(n_pad * K));
+    pack_b_whole(kern, b.trans, b.data, b.ld, K, N, whole_b->data(), pool);
+    b.packed = whole_b->data();
+  }
+  const int64_t kc_max = std::min(kern.kc, K);
+  const int64_t max_rows = ceil_div(m_panels, row_tasks) * mr;
+  const int64_t max_cols = ceil_div(n_panels, col_tasks) * nr;
+  const bool epilogue = ep.active();
+
+  auto run_task = [&](int64_t task) {
+    const int64_t rt = task / col_tasks, ct = task % col_tasks;
+    const int64_t i0 = rt * m_panels / row_tasks * mr;
+    const int64_t i1 = std::min(M, (rt + 1) * m_panels / row_tasks * mr);
+    const int64_t j0 = ct * n_panels / col_tasks * nr;
+    const int64_t j1 = std::min(N, (ct + 1) * n_panels / col_tasks * nr);
+    if (i0 >= i1 || j0 >= j1) return;
+    const int64_t mb = i1 - i0, nb = j1 - j0;
+    std::unique_ptr<Scratch> a_block, b_block;
+    if (a.packed == nullptr) a_block = std::make_unique<Scratch>(Scratch::kBlockA, static_cast<size_t>(max_rows * kc_max));
+    if (b.packed == nullptr) b_block = std::make_unique<Scratch>(Scratch::kBlockB, static_cast<size_t>(max_cols * kc_max));
+    for (int64_t p0 = 0; p0 < K; p0 += kern.kc) {
+      const int64_t kc = std::min(kern.kc, K - p0);
+      const float* a_pan = nullptr;
+      if (a.packed != nullptr) {
+        a_pan = a.packed + p0 * m_pad + i0 * kc;
+      } else {
+        pack_a_block(kern, a.trans, a.data, a.ld, i0, mb, p0, kc, a_block->data());
+        a_pan = a_block->data();
+      }
+      const float* b_pan = nullptr;
+      if (b.packed != nullptr) {
+        b_pan = b.packed + p0 * n_pad + j0 * kc;
+      } else {
+        pack_b_block(kern, b.trans, b.data, b.ld, p0, kc, j0, nb, b_block->data());
+        b_pan = b_block->data();
+      }
+      const float tile_beta = p0 == 0 ? beta : 1.0f;
+      const bool last = p0 + kc >= K;
+      // The NR-wide panel of B stays in L1 while every MR panel of A passes by.
+      for (int64_t jr = 0; jr < nb; jr += nr) {
+        const int64_t n = std::min(nr, nb - jr);
+        const float* b_panel = b_pan + jr * kc;
+        for (int64_t ir = 0; ir < mb; ir += mr) {
+          const int64_t m = std::min(mr, mb - ir);
+          float* c = C + (i0 + ir) * ldc + j0 + jr;
+          kern.tile[m - 1](kc, a_pan + ir * kc, b_panel, c, ldc, n, alpha, tile_beta);
+          if (last && epilogue) apply_epilogue(c, ldc, m, n, i0 + ir, j0 + jr, ep);
+        }
+      }
+    }
+  };
+  const int64_t tasks = row_tasks * col_tasks;
+  const double task_cost = 2.0 * static_cast<double>(max_rows) * static_cast<double>(max_cols) * static_cast<double>(K);
+  parallel_for(pool, tasks, task_cost, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) run_task(t);
+  });
+}
+
+// M == 1 against a packed B: one row kernel call per NR panel and K block.
+void run_row_packed(const SgemmKernel& kern, int64_t N, int64_t K, float alpha, const float* x, const float* b_packed,
+                    float beta, float* y, const GemmEpilogue& ep, ThreadPool* pool) {
+  const int64_t nr = kern.nr, n_pad = round_up(N, nr), panels = n_pad / nr;
+  parallel_for(pool, panels, 2.0 * static_cast<double>(K * nr), [&](int64_t begin, int64_t end) {
+    for (int64_t panel = begin; panel < end; ++panel) {
+      const int64_t j = panel * nr, n = std::min(nr, N - j);
+      for (int64_t p0 = 0; p0 < K; p0 += kern.kc) {
+        const int64_t kc = std::min(kern.kc, K - p0);
+        kern.row(kc, x + p0, b_packed + p0 * n_pad + j * kc, y + j, n, alpha, p0 == 0 ? beta : 1.0f);
+      }
+      if (ep.active()) apply_epilogue(y + j, 0, 1, n, 0, j, ep);
+    }
+  });
+}
+
+// C = beta * C (then the epilogue): the product is empty or scaled by zero.
+void scale_only(int64_t M, int64_t N, float beta, float* C, int64_t ldc, const GemmEpilogue& ep) {
+  for (int64_t i = 0; i < M; ++i) {
+    float* row = C + i * ldc;
+    for (int64_t j = 0; j < N; ++j) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
+    if (ep.active()) apply_epilogue(row, ldc, 1, N, i, 0, ep);
+  }
+}
+
+std::shared_ptr<float> allocate_packed(size_t count) {
+  auto* p = static_cast<float*>(::operator new(count * sizeof(float), std::align_val_t{64}));
+  return std::shared_ptr<float>(p, [](float* q) { ::operator delete(q, std::align_val_t{64}); });
+}
+
 }  // namespace
 
+const char* sgemm_isa_name(SgemmIsa isa) {
+  switch (isa) {
+    case SgemmIsa::kAuto:
+      return "auto";
+    case SgemmIsa::kPortable:
+      return "portable";
+    case SgemmIsa::kAvx2:
+      return "avx2";
+    case SgemmIsa::kAvx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+std::vector<SgemmIsa> available_sgemm_isas() {
+  std::vector<SgemmIsa> isas;
+  for (SgemmIsa isa : {SgemmIsa::kPortable, SgemmIsa::kAvx2, SgemmIsa::kAvx512})
+    if (cpu_supports(isa)) isas.push_back(isa);
+  return isas;
+}
+
+SgemmIsa best_sgemm_isa() { return detect_best_isa(); }
+
+const char* PackedMatrix::kernel_name() const { return kernel_ == nullptr ? "none" : kernel_->name; }
+
+PackedMatrix pack_a(bool trans_a, int64_t M, int64_t K, const float* A, int64_t lda, SgemmIsa isa) {
+  PackedMatrix packed;
+  const SgemmKernel& kern = kernel_for(isa);
+  packed.kernel_ = &kern;
+  packed.rows_ = std::max<int64_t>(M, 0);
+  packed.cols_ = std::max<int64_t>(K, 0);
+  packed.data_ = allocate_packed(static_cast<size_t>(std::max<int64_t>(round_up(packed.rows_, kern.mr) * packed.cols_, 1)));
+  if (M > 0 && K > 0) pack_a_whole(kern, trans_a, A, lda, M, K, packed.data_.get());
+  return packed;
+}
+
+PackedMatrix pack_b(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, SgemmIsa isa) {
+  PackedMatrix packed;
+  const SgemmKernel& kern = kernel_for(isa);
+  packed.kernel_ = &kern;
+  packed.rows_ = std::max<int64_t>(K, 0);
+  packed.cols_ = std::max<int64_t>(N, 0);
+  packed.data_ = allocate_packed(static_cast<size_t>(std::max<int64_t>(round_up(packed.cols_, kern.nr) * packed.rows_, 1)));
+  if (N > 0 && K > 0) pack_b_whole(kern, trans_b, B, ldb, K, N, packed.data_.get(), nullptr);
+  return packed;
+}
+
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-           const float* B, int64_t ldb, float beta, float* C, int64_t ldc, ThreadPool* pool) {
+           const float* B, int64_t ldb, float beta, float* C, int64_t ldc, ThreadPool* pool, const GemmEpilogue& ep,
+           SgemmIsa isa) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0 || alpha == 0.0f) {
-    for (int64_t i = 0; i < M; ++i) {
-      float* row = C + i * ldc;
-      for (int64_t j = 0; j < N; ++j) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
-    }
+    scale_only(M, N, beta, C, ldc, ep);
     return;
   }
   if (M == 1) {
     // C row = op(A) row 0 times op(B).
     gemv(trans_b, N, K, alpha, B, ldb, A, trans_a ? lda : 1, beta, C, 1, pool);
+    if (ep.active()) apply_epilogue(C, ldc, 1, N, 0, 0, ep);
     return;
   }
   if (N == 1) {
     // C column = op(A) times op(B) column 0; op(A)(i, k) read as Mat(k, i).
     gemv(!trans_a, M, K, alpha, A, lda, B, trans_b ? 1 : ldb, beta, C, ldc, pool);
+    if (ep.active()) apply_epilogue(C, ldc, M, 1, 0, 0, ep);
     return;
   }
+  Operand a{nullptr, A, lda, trans_a}, b{nullptr, B, ldb, trans_b};
+  run_gemm(kernel_for(isa), M, N, K, alpha, a, b, beta, C, ldc, ep, pool);
+}
 
-  const int64_t parallelism = pool == nullptr ? 1 : pool->parallelism();
-  const int64_t mc = std::min(kMC, round_up(M, kMR));
-  const int64_t row_tiles = (M + mc - 1) / mc;
-  int64_t nc = std::min(kNC, round_up(N, kNR));
-  // Narrow the column tiles when there are too few tiles to feed every thread.
-  if (parallelism > 1 && row_tiles * ((N + nc - 1) / nc) < 2 * parallelism) {
-    const int64_t wanted_col_tiles = (2 * parallelism + row_tiles - 1) / row_tiles;
-    nc = std::max(4 * kNR, round_up((N + wanted_col_tiles - 1) / wanted_col_tiles, kNR));
-    nc = std::min(nc, round_up(N, kNR));
+void sgemm_packed_a(const PackedMatrix& A, bool trans_b, int64_t N, float alpha, const float* B, int64_t ldb,
+                    float beta, float* C, int64_t ldc, ThreadPool* pool, const GemmEpilogue& ep) {
+  const int64_t M = A.rows(), K = A.cols();
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0 || alpha == 0.0f || A.empty()) {
+    scale_only(M, N, beta, C, ldc, ep);
+    return;
   }
-  const int64_t col_tiles = (N + nc - 1) / nc;
-  const int64_t kc_max = std::min(kKC, K);
+  Operand a{PackedAccess::data(A), nullptr, 0, false}, b{nullptr, B, ldb, trans_b};
+  run_gemm(*PackedAccess::kernel(A), M, N, K, alpha, a, b, beta, C, ldc, ep, pool);
+}
 
-  parallel_for(pool, row_tiles * col_tiles, 2.0 * static_cast<double>(mc * nc * K),
-               [&](int64_t begin, int64_t end) {
-                 Scratch a_pack(static_cast<size_t>(round_up(mc, kMR) * kc_max));
-                 Scratch b_pack(static_cast<size_t>(round_up(nc, kNR) * kc_max));
-                 for (int64_t tile = begin; tile < end; ++tile) {
-                   const int64_t i0 = (tile / col_tiles) * mc;
-                   const int64_t j0 = (tile % col_tiles) * nc;
-                   const int64_t m_block = std::min(mc, M - i0);
-                   const int64_t n_block = std::min(nc, N - j0);
-                   for (int64_t p0 = 0; p0 < K; p0 += kKC) {
-                     const int64_t kc = std::min(kKC, K - p0);
-                     pack_a(trans_a, A, lda, i0, m_block, p0, kc, alpha, a_pack.data());
-                     pack_b(trans_b, B, ldb, p0, kc, j0, n_block, b_pack.data());
-                     for (int64_t jp = 0; jp < n_block; jp += kNR) {
-                       const float* b_panel = b_pack.data() + (jp / kNR) * kc * kNR;
-                       for (int64_t ip = 0; ip < m_block; ip += kMR) {
-                         const float* a_panel = a_pack.data() + (ip / kMR) * kc * kMR;
-                         microkernel_6x8(kc, a_panel, b_panel, C + (i0 + ip) * ldc + j0 + jp, ldc,
-                                         std::min(kMR, m_block - ip), std::min(kNR, n_block - jp), beta, p0 > 0);
-                       }
-                     }
-                   }
-                 }
-               });
+void sgemm_packed_b(bool trans_a, int64_t M, float alpha, const float* A, int64_t lda, const PackedMatrix& B,
+                    float beta, float* C, int64_t ldc, ThreadPool* pool, const GemmEpilogue& ep) {
+  const int64_t K = B.rows(), N = B.cols();
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0 || alpha == 0.0f || B.empty()) {
+    scale_only(M, N, beta, C, ldc, ep);
+    return;
+  }
+  const SgemmKernel& kern = *PackedAccess::kernel(B);
+  if (M == 1) {
+    std::vector<float> x;
+    const float* xp = A;
+    if (trans_a) {
+      x.resize(static_cast<size_t>(K));
+      for (int64_t p = 0; p < K; ++p) x[static_cast<size_t>(p)] = A[p * lda];
+      xp = x.data();
+    }
+    run_row_packed(kern, N, K, alpha, xp, PackedAccess::data(B), beta, C, ep, pool);
+    return;
+  }
+  Operand a{nullptr, A, lda, trans_a}, b{PackedAccess::data(B), nullptr, 0, false};
+  run_gemm(kern, M, N, K, alpha, a, b, beta, C, ldc, ep, pool);
 }
 
 template <>

@@ -549,42 +549,48 @@ class TreeEnsembleClassifierKernel final : public Kernel {
       for (int64_t k = 0; k < classes_; ++k) {
         if (has[static_cast<size_t>(k)] && (pick < 0 || score[static_cast<size_t>(k)] > score[static_cast<size_t>(pick)])) pick = k;
       }
-      for (int64_t k = 0; k < classes_; ++k) z[k] = static_cast<float>(score[static_cast<size_t>(k)]);
+      // A class nothing scored reads 0 (onnxruntime's convention).
+      for (int64_t k = 0; k < classes_; ++k) z[k] = has[static_cast<size_t>(k)] ? static_cast<float>(score[static_cast<size_t>(k)]) : 0.0f;
       if (classes_ > 1) ml::apply_post_transform(post_, z, classes_);
       return pick < 0 ? 0 : pick;
     }
-    // Two classes.
+    // Two classes, following onnxruntime's rules (the spec leaves them open):
+    // with two base values and a class-1 score, class 1 scores
+    // base[1] + score[0] and class 0 its negation; with one or none, a row
+    // without a class-1 score keeps one column and derives the other.
     int64_t kept = 2;
+    SecondClass second = SecondClass::kNone;
     if (base.size() == 2) {
-      score[0] += base[0];
-      score[1] += base[1];
+      if (has[1]) {
+        score[1] = base[1] + score[0];
+        score[0] = -score[1];
+      } else {
+        score[1] += base[1];
+        score[0] += base[0];
+      }
     } else if (base.size() == 1) {
       score[0] += base[0];
       if (!has[1]) kept = 1;
-    } else if (!has[1]) {
-      kept = 1;
+    } else if (base.empty()) {
+      second = SecondClass::kNegate;
+      if (!has[1]) kept = 1;
     }
     const T positive = (kept == 2 && has[1]) ? score[1] : (has[0] ? score[0] : T(0));
     int64_t pick = 0;
-    SecondClass second = SecondClass::kNone;
-    if (binary_case_) {
-      if (all_positive_) {
-        pick = positive > T(0.5) ? 1 : 0;
-        second = SecondClass::kComplement;
-      } else {
-        pick = positive > T(0) ? 1 : 0;
-        second = SecondClass::kNegate;
-      }
+    if (binary_case_ && all_positive_) {
+      pick = positive > T(0.5) ? 1 : 0;
+      second = SecondClass::kComplement;
     } else {
       pick = positive > T(0) ? 1 : 0;
+      if (binary_case_) second = SecondClass::kNegate;
     }
     if (kept == 2) {
-      z[0] = static_cast<float>(score[0]);
-      z[1] = static_cast<float>(score[1]);
+      z[0] = has[0] ? static_cast<float>(score[0]) : 0.0f;
+      z[1] = has[1] ? static_cast<float>(score[1]) : 0.0f;
       ml::apply_post_transform(post_, z, 2);
       return pick;
     }
-    const float s = static_cast<float>(score[0]);
+    const float s = has[0] ? static_cast<float>(score[0]) : 0.0f;
     if (post_ == ml::PostTransform::kProbit) {
       z[0] = ml::probit(s);
       z[1] = 0.0f;

@@ -1,0 +1,386 @@
+// The pass manager: runs each level's passes to a fixed point, applies the
+// patches they return (checking that they do not conflict within a sweep),
+// keeps shapes inferred, verifies the graph after each pass when asked, and
+// records per-pass statistics.
+#include "optimizer/optimizer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "graph/builder.h"
+#include "graph/shape_inference.h"
+#include "optimizer/pass.h"
+
+namespace onyx::optimizer {
+namespace {
+
+constexpr int kMaxSweepsPerPass = 32;
+constexpr int kMaxRoundsPerLevel = 8;
+
+std::vector<std::unique_ptr<Pass>> basic_passes() {
+  std::vector<std::unique_ptr<Pass>> passes;
+  passes.push_back(make_constant_folding_pass());
+  passes.push_back(make_shape_folding_pass());
+  passes.push_back(make_dead_code_elimination_pass());
+  passes.push_back(make_noop_elimination_pass());
+  passes.push_back(make_common_subexpression_elimination_pass());
+  passes.push_back(make_conv_batchnorm_fusion_pass());
+  passes.push_back(make_conv_add_mul_fusion_pass());
+  passes.push_back(make_matmul_add_gemm_fusion_pass());
+  return passes;
+}
+
+std::vector<std::unique_ptr<Pass>> extended_passes() {
+  std::vector<std::unique_ptr<Pass>> passes;
+  passes.push_back(make_gelu_fusion_pass());
+  passes.push_back(make_layer_norm_fusion_pass());
+  passes.push_back(make_skip_layer_norm_fusion_pass());
+  passes.push_back(make_activation_fusion_pass());
+  passes.push_back(make_matmul_scale_fusion_pass());
+  // Fusions leave their pattern's dead remains (and may create CSE chances).
+  passes.push_back(make_dead_code_elimination_pass());
+  return passes;
+}
+
+std::string unique_name(const graph::Graph& graph, const std::string& base) {
+  if (graph.find_value(base) < 0) return base;
+  for (int i = 1;; ++i) {
+    std::string candidate = base + "_" + std::to_string(i);
+    if (graph.find_value(candidate) < 0) return candidate;
+  }
+}
+
+// Decides, within one sweep, which patches may be applied together: a patch
+// is refused when it removes a node an earlier patch removed or reads from,
+// or reads a value whose producer an earlier patch removed without keeping
+// the value alive. Refused patches are found again in the next sweep.
+class PatchSet {
+ public:
+  explicit PatchSet(const PassContext& ctx) : ctx_(ctx) {}
+
+  bool add(Patch patch) {
+    if (!valid(patch)) return false;
+    for (size_t n : patch.remove_nodes) {
+      if (removed_.count(n) || pinned_.count(n)) return false;
+    }
+    std::vector<int32_t> reads;
+    for (const graph::Node& node : patch.add_nodes) {
+      for (int32_t in : node.inputs) reads.push_back(in);
+    }
+    for (const auto& [from, to] : patch.replace_uses) reads.push_back(to);
+    for (int32_t v : reads) {
+      if (v < 0 || v >= kPatchValueBase) continue;
+      const int32_t p = ctx_.producer_index(v);
+      if (p >= 0 && removed_.count(static_cast<size_t>(p)) && !kept_alive_.count(v)) return false;
+    }
+    for (int32_t v : reads) {
+      if (v < 0 || v >= kPatchValueBase) continue;
+      const int32_t p = ctx_.producer_index(v);
+      if (p >= 0) pinned_.insert(static_cast<size_t>(p));
+    }
+    for (size_t n : patch.remove_nodes) removed_.insert(n);
+    for (const auto& [from, to] : patch.replace_uses) kept_alive_.insert(from);
+    for (const auto& [v, t] : patch.make_constant) kept_alive_.insert(v);
+    for (const graph::Node& node : patch.add_nodes) {
+      for (int32_t out : node.outputs) kept_alive_.insert(out);
+    }
+    patches_.push_back(std::move(patch));
+    return true;
+  }
+
+  std::vector<Patch>& patches() { return patches_; }
+
+ private:
+  // A patch on its own must leave no dangling use and move no pinned value.
+  bool valid(const Patch& patch) const {
+    const int32_t value_count = static_cast<int32_t>(ctx_.graph().values.size());
+    const int32_t new_count = static_cast<int32_t>(patch.new_values.size());
+    auto id_ok = [&](int32_t v) {
+      return v == graph::kNoValue || (v >= 0 && v < value_count) ||
+             (v >= kPatchValueBase && v - kPatchValueBase < new_count);
+    };
+    std::unordered_set<size_t> removing(patch.remove_nodes.begin(), patch.remove_nodes.end());
+    for (size_t n : patch.remove_nodes) {
+      if (n >= ctx_.node_count()) return false;
+    }
+    std::unordered_set<int32_t> alive;
+    for (const auto& [from, to] : patch.replace_uses) {
+      if (!id_ok(from) || !id_ok(to) || from < 0 || to < 0 || from >= kPatchValueBase) return false;
+      if (ctx_.is_pinned(from)) return false;
+      alive.insert(from);
+    }
+    for (const auto& [v, t] : patch.make_constant) {
+      if (v < 0 || v >= value_count || ctx_.is_pinned(v)) return false;
+      alive.insert(v);
+    }
+    for (const graph::Node& node : patch.add_nodes) {
+      for (int32_t in : node.inputs) {
+        if (!id_ok(in)) return false;
+      }
+      for (int32_t out : node.outputs) {
+        if (!id_ok(out)) return false;
+        // An existing value may only be re-produced when its producer goes.
+        if (out >= 0 && out < kPatchValueBase) {
+          const int32_t p = ctx_.producer_index(out);
+          const graph::ValueEntry& v = ctx_.value(out);
+          if (v.is_initializer || v.is_graph_input || v.is_outer_scope) return false;
+          if (p >= 0 && !removing.count(static_cast<size_t>(p))) return false;
+        }
+        alive.insert(out);
+      }
+    }
+    for (size_t n : patch.remove_nodes) {
+      for (int32_t out : ctx_.node(n).outputs) {
+        if (out < 0 || alive.count(out)) continue;
+        if (ctx_.is_pinned(out)) return false;
+        for (size_t user : ctx_.consumers(out)) {
+          if (!removing.count(user)) return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  const PassContext& ctx_;
+  std::unordered_set<size_t> removed_;
+  std::unordered_set<size_t> pinned_;
+  std::unordered_set<int32_t> kept_alive_;
+  std::vector<Patch> patches_;
+};
+
+Status apply_patches(graph::Graph& graph, std::vector<Patch>& patches, PassStatistics& stats) {
+  std::vector<char> removed(graph.nodes.size(), 0);
+  std::unordered_map<int32_t, int32_t> alias;
+  std::vector<graph::Node> added;
+  for (Patch& patch : patches) {
+    std::vector<int32_t> ids;
+    for (Patch::NewValue& nv : patch.new_values) {
+      const int32_t id = graph.value_id(unique_name(graph, nv.name));
+      graph::ValueEntry& entry = graph.values[static_cast<size_t>(id)];
+      entry.info = nv.info;
+      if (nv.constant) {
+        graph.initializers[id] = *nv.constant;
+        entry.is_initializer = true;
+      }
+      ids.push_back(id);
+    }
+    auto map = [&](int32_t v) { return v >= kPatchValueBase ? ids[static_cast<size_t>(v - kPatchValueBase)] : v; };
+    for (size_t n : patch.remove_nodes) {
+      if (!removed[n]) ++stats.nodes_removed;
+      removed[n] = 1;
+    }
+    for (auto& [v, tensor] : patch.make_constant) {
+      graph.initializers[v] = tensor;
+      graph.values[static_cast<size_t>(v)].is_initializer = true;
+      graph.values[static_cast<size_t>(v)].info = info_of(tensor);
+    }
+    for (const auto& [from, to] : patch.replace_uses) alias[map(from)] = map(to);
+    for (graph::Node& node : patch.add_nodes) {
+      for (int32_t& in : node.inputs) in = map(in);
+      for (int32_t& out : node.outputs) out = map(out);
+      added.push_back(std::move(node));
+      ++stats.nodes_added;
+    }
+    ++stats.applied;
+  }
+  auto resolve = [&](int32_t v) {
+    // Chains (a -> b -> c) arise when neighbouring patches each replace one
+    // link; a cycle would be a pass bug, so the walk is bounded.
+    for (size_t guard = 0; guard <= alias.size(); ++guard) {
+      auto it = alias.find(v);
+      if (it == alias.end()) return v;
+      v = it->second;
+    }
+    return v;
+  };
+  std::vector<graph::Node> nodes;
+  nodes.reserve(graph.nodes.size() + added.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (!removed[n]) nodes.push_back(std::move(graph.nodes[n]));
+  }
+  for (graph::Node& node : added) nodes.push_back(std::move(node));
+  if (!alias.empty()) {
+    for (graph::Node& node : nodes) {
+      for (int32_t& in : node.inputs) {
+        if (in >= 0) in = resolve(in);
+      }
+    }
+  }
+  for (graph::ValueEntry& v : graph.values) v.producer = -1;
+  return graph::sort_nodes(graph, nodes);
+}
+
+Status verify_graph_in(const graph::Graph& graph, const std::unordered_set<std::string>& outer_names) {
+  const int32_t count = static_cast<int32_t>(graph.values.size());
+  std::vector<char> defined(graph.values.size(), 0);
+  for (int32_t id : graph.inputs) {
+    if (id < 0 || id >= count) return invalid_model("graph '", graph.name, "': input id ", id, " is out of range");
+    defined[static_cast<size_t>(id)] = 1;
+  }
+  for (const auto& [id, tensor] : graph.initializers) {
+    if (id < 0 || id >= count) return invalid_model("graph '", graph.name, "': initializer id ", id, " is out of range");
+    if (!graph.values[static_cast<size_t>(id)].is_initializer) {
+      return invalid_model("graph '", graph.name, "': initializer '", graph.value_name(id), "' is not flagged as one");
+    }
+    if (graph.values[static_cast<size_t>(id)].producer >= 0) {
+      return invalid_model("graph '", graph.name, "': initializer '", graph.value_name(id), "' is also produced by a node");
+    }
+    defined[static_cast<size_t>(id)] = 1;
+  }
+  for (int32_t id : graph.outer_scope_values) {
+    if (id < 0 || id >= count) return invalid_model("graph '", graph.name, "': outer value id ", id, " is out of range");
+    defined[static_cast<size_t>(id)] = 1;
+  }
+  for (size_t i = 0; i < graph.values.size(); ++i) {
+    if (graph.values[i].is_outer_scope || outer_names.count(graph.values[i].name)) defined[i] = 1;
+  }
+  std::vector<char> produced(graph.values.size(), 0);
+  std::unordered_set<std::string> visible = outer_names;
+  for (const graph::ValueEntry& v : graph.values) visible.insert(v.name);
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const graph::Node& node = graph.nodes[n];
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int32_t in = node.inputs[i];
+      if (in == graph::kNoValue) continue;
+      if (in < 0 || in >= count) return invalid_model(node.label(n), ": input ", i, " has id ", in, " out of range");
+      if (!defined[static_cast<size_t>(in)]) {
+        return invalid_model(node.label(n), ": input ", i, " '", graph.value_name(in),
+                             "' is used before it is defined (or never defined)");
+      }
+    }
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      const int32_t out = node.outputs[o];
+      if (out == graph::kNoValue) continue;
+      if (out < 0 || out >= count) return invalid_model(node.label(n), ": output ", o, " has id ", out, " out of range");
+      const graph::ValueEntry& v = graph.values[static_cast<size_t>(out)];
+      if (produced[static_cast<size_t>(out)]) {
+        return invalid_model(node.label(n), ": output '", v.name, "' is produced twice");
+      }
+      if (v.is_initializer || v.is_graph_input) {
+        return invalid_model(node.label(n), ": output '", v.name, "' is also a graph input or initializer");
+      }
+      if (v.producer != static_cast<int32_t>(n)) {
+        return invalid_model(node.label(n), ": output '", v.name, "' records producer ", v.producer, ", expected ", n);
+      }
+      produced[static_cast<size_t>(out)] = 1;
+      defined[static_cast<size_t>(out)] = 1;
+    }
+    for (const auto& [name, a] : node.attributes) {
+      if (a.g) ONYX_RETURN_IF_ERROR(verify_graph_in(*a.g, visible));
+      for (const auto& g : a.graphs) ONYX_RETURN_IF_ERROR(verify_graph_in(*g, visible));
+    }
+  }
+  for (size_t i = 0; i < graph.values.size(); ++i) {
+    const int32_t p = graph.values[i].producer;
+    if (p >= 0 && !produced[i]) {
+      return invalid_model("graph '", graph.name, "': value '", graph.values[i].name, "' records producer ", p,
+                           " which does not produce it");
+    }
+  }
+  for (int32_t id : graph.outputs) {
+    if (id < 0 || id >= count) return invalid_model("graph '", graph.name, "': output id ", id, " is out of range");
+    if (!defined[static_cast<size_t>(id)]) {
+      return invalid_model("graph '", graph.name, "': output '", graph.value_name(id), "' is never produced");
+    }
+  }
+  return Status::ok();
+}
+
+bool level_at_least(GraphOptimizationLevel level, GraphOptimizationLevel wanted) {
+  return static_cast<int>(level) >= static_cast<int>(wanted);
+}
+
+}  // namespace
+
+Status verify_graph(const graph::Graph& graph) { return verify_graph_in(graph, {}); }
+
+std::vector<std::string> pass_names(GraphOptimizationLevel level) {
+  std::vector<std::string> names;
+  if (level_at_least(level, GraphOptimizationLevel::kEnableBasic)) {
+    for (const auto& p : basic_passes()) names.push_back(p->name());
+  }
+  if (level_at_least(level, GraphOptimizationLevel::kEnableExtended)) {
+    for (const auto& p : extended_passes()) names.push_back(p->name());
+  }
+  return names;
+}
+
+Result<std::vector<PassStatistics>> optimize_graph(graph::Graph& graph, const OptimizerOptions& options) {
+  std::vector<PassStatistics> all_stats;
+  std::vector<std::vector<std::unique_ptr<Pass>>> levels;
+  if (level_at_least(options.level, GraphOptimizationLevel::kEnableBasic)) levels.push_back(basic_passes());
+  if (level_at_least(options.level, GraphOptimizationLevel::kEnableExtended)) {
+    levels.push_back(extended_passes());
+  }
+  if (levels.empty()) return all_stats;
+
+  graph::InferenceOptions inference;
+  inference.error_on_mismatch = false;
+  inference.initializers_in_inputs_are_constant = options.initializers_in_inputs_are_constant;
+
+  std::unordered_map<std::string, size_t> stat_index;
+  auto stats_for = [&](const std::string& name) -> PassStatistics& {
+    auto it = stat_index.find(name);
+    if (it != stat_index.end()) return all_stats[it->second];
+    stat_index[name] = all_stats.size();
+    all_stats.push_back(PassStatistics{name});
+    return all_stats.back();
+  };
+
+  for (auto& passes : levels) {
+    for (int round = 0; round < kMaxRoundsPerLevel; ++round) {
+      bool round_changed = false;
+      for (auto& pass : passes) {
+        const std::string name = pass->name();
+        if (std::find(options.disabled_optimizers.begin(), options.disabled_optimizers.end(), name) !=
+            options.disabled_optimizers.end()) {
+          continue;
+        }
+        const auto start = std::chrono::steady_clock::now();
+        PassStatistics& stats = stats_for(name);
+        for (int sweep = 0; sweep < kMaxSweepsPerPass; ++sweep) {
+          bool changed = false;
+          {
+            PassContext ctx(graph, options);
+            pass->begin_sweep(ctx);
+            PatchSet set(ctx);
+            for (size_t n = 0; n < graph.nodes.size(); ++n) {
+              std::optional<Patch> patch = pass->match(ctx, n);
+              if (patch) set.add(std::move(*patch));
+            }
+            if (!set.patches().empty()) {
+              Status applied = apply_patches(graph, set.patches(), stats);
+              if (!applied.is_ok()) {
+                return Status(applied.code(), "optimizer pass " + name + " broke the graph: " + applied.message());
+              }
+              changed = true;
+            }
+          }
+          const int cleaned = pass->finish(graph);
+          if (cleaned > 0) {
+            stats.applied += cleaned;
+            changed = true;
+          }
+          if (!changed) break;
+          round_changed = true;
+          ONYX_RETURN_IF_ERROR(graph::infer_shapes(graph, inference));
+          if (options.verify_after_each_pass) {
+            Status verified = verify_graph(graph);
+            if (!verified.is_ok()) {
+              return Status(verified.code(), "after optimizer pass " + name + ": " + verified.message());
+            }
+          }
+        }
+        stats.milliseconds +=
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      }
+      if (!round_changed) break;
+    }
+  }
+  return all_stats;
+}
+
+}  // namespace onyx::optimizer

@@ -1,0 +1,129 @@
+// Shared by com.microsoft FusedConv and FusedGemm: the activation applied to
+// the wrapped op's output, and a KernelContext that runs the wrapped ONNX
+// kernel (Conv, Gemm) and hands back the output it made.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "providers/kernel.h"
+
+namespace onyx::cpu {
+
+struct FusedActivation {
+  enum class Kind { kNone, kRelu, kSigmoid, kTanh, kLeakyRelu, kHardSigmoid, kClip };
+  Kind kind = Kind::kNone;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+
+  // `params` as FusedConv's activation_params: LeakyRelu [alpha],
+  // HardSigmoid [alpha, beta], Clip [min, max].
+  static FusedActivation parse(const KernelInfo& info, const std::string& name, const std::vector<float>& params) {
+    FusedActivation a;
+    auto need = [&](size_t n) {
+      if (params.size() < n) {
+        throw Error(invalid_model(info.label(), ": activation ", name, " needs ", n, " parameters, got ", params.size()));
+      }
+    };
+    if (name.empty()) {
+      a.kind = Kind::kNone;
+    } else if (name == "Relu") {
+      a.kind = Kind::kRelu;
+    } else if (name == "Sigmoid") {
+      a.kind = Kind::kSigmoid;
+    } else if (name == "Tanh") {
+      a.kind = Kind::kTanh;
+    } else if (name == "LeakyRelu") {
+      a.kind = Kind::kLeakyRelu;
+      a.alpha = params.empty() ? 0.01f : params[0];
+    } else if (name == "HardSigmoid") {
+      a.kind = Kind::kHardSigmoid;
+      a.alpha = params.size() > 0 ? params[0] : 0.2f;
+      a.beta = params.size() > 1 ? params[1] : 0.5f;
+    } else if (name == "Clip") {
+      need(2);
+      a.kind = Kind::kClip;
+      a.alpha = params[0];
+      a.beta = params[1];
+    } else {
+      throw Error(not_implemented(info.label(), ": activation '", name, "' is not supported"));
+    }
+    return a;
+  }
+
+  void apply(float* data, int64_t n, ThreadPool* pool) const {
+    if (kind == Kind::kNone) return;
+    const FusedActivation a = *this;
+    parallel_for(pool, n, 4.0, [data, a](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const float x = data[i];
+        float y = x;
+        switch (a.kind) {
+          case Kind::kRelu: y = x > 0.0f ? x : 0.0f; break;
+          case Kind::kSigmoid: y = 1.0f / (1.0f + std::exp(-x)); break;
+          case Kind::kTanh: y = std::tanh(x); break;
+          case Kind::kLeakyRelu: y = x >= 0.0f ? x : a.alpha * x; break;
+          case Kind::kHardSigmoid: y = std::max(0.0f, std::min(1.0f, a.alpha * x + a.beta)); break;
+          case Kind::kClip: y = std::min(std::max(x, a.alpha), a.beta); break;
+          case Kind::kNone: break;
+        }
+        data[i] = y;
+      }
+    });
+  }
+};
+
+// Forwards everything to the run's context and remembers output 0.
+class CapturingContext final : public KernelContext {
+ public:
+  explicit CapturingContext(KernelContext& base) : base_(base) {}
+  size_t input_count() const override { return base_.input_count(); }
+  const Value* input(size_t i) const override { return base_.input(i); }
+  size_t output_count() const override { return base_.output_count(); }
+  bool output_requested(size_t i) const override { return base_.output_requested(i); }
+  Tensor& allocate_output(size_t i, DataType dtype, const Shape& shape) override {
+    Tensor& t = base_.allocate_output(i, dtype, shape);
+    if (i == 0) output_ = t;
+    return t;
+  }
+  void set_output(size_t i, Value value) override {
+    if (i == 0 && value.is_tensor()) output_ = value.tensor();
+    base_.set_output(i, std::move(value));
+  }
+  ThreadPool* thread_pool() const override { return base_.thread_pool(); }
+  Allocator* allocator() const override { return base_.allocator(); }
+  Status run_subgraph(const std::string& attr_name, const std::vector<Value>& inputs,
+                      std::vector<Value>& outputs) override {
+    return base_.run_subgraph(attr_name, inputs, outputs);
+  }
+  std::string label() const override { return base_.label(); }
+  // Shares the buffer of the output the wrapped kernel wrote.
+  Tensor& output() { return output_; }
+
+ private:
+  KernelContext& base_;
+  Tensor output_;
+};
+
+// Makes the wrapped ONNX kernel (op_type at `version`) for a fused node: the
+// same inputs and attributes, less the activation ones.
+inline std::unique_ptr<Kernel> make_wrapped_kernel(const KernelInfo& info, const std::string& op_type, int version) {
+  graph::Node inner = info.node();
+  inner.domain.clear();
+  inner.op_type = op_type;
+  inner.since_version = version;
+  inner.opset = version;
+  for (auto it = inner.attributes.begin(); it != inner.attributes.end();) {
+    it = it->first.rfind("activation", 0) == 0 ? inner.attributes.erase(it) : std::next(it);
+  }
+  const KernelDef* def = cpu_kernel_registry().find("", op_type, version);
+  if (def == nullptr) throw Error(not_implemented(info.label(), ": no CPU ", op_type, " kernel to wrap"));
+  KernelInfo inner_info(info.graph(), inner, 0, info.allocator());
+  auto made = def->factory(inner_info);
+  if (!made.is_ok()) throw Error(Status(made.status().code(), info.label() + ": " + made.status().message()));
+  return std::move(made).value();
+}
+
+}  // namespace onyx::cpu

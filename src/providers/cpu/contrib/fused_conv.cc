@@ -1,0 +1,39 @@
+// com.microsoft FusedConv: Conv (ONNX semantics and attributes) followed by
+// an activation (attribute `activation`, parameters in `activation_params`),
+// applied to the output in place. The optional 4th input Z is not supported.
+#include "providers/cpu/contrib/fused_activation.h"
+
+namespace onyx::cpu {
+namespace {
+
+class FusedConvKernel final : public Kernel {
+ public:
+  explicit FusedConvKernel(const KernelInfo& info)
+      : activation_(FusedActivation::parse(info, info.attr_string("activation", ""), info.attr_floats("activation_params"))),
+        conv_(make_wrapped_kernel(info, "Conv", 11)) {
+    if (info.has_input(3)) throw Error(not_implemented(info.label(), ": input Z (sum) is not supported"));
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor* x = ctx.input_tensor(0);
+    if (x == nullptr || x->dtype() != DataType::kFloat) {
+      return not_implemented(ctx.label(), ": input X must be tensor(float), got ",
+                             x == nullptr ? std::string("nothing") : x->describe());
+    }
+    CapturingContext inner(ctx);
+    ONYX_RETURN_IF_ERROR(conv_->compute(inner));
+    Tensor& y = inner.output();
+    if (y.defined()) activation_.apply(y.data<float>(), y.size(), ctx.thread_pool());
+    return Status::ok();
+  }
+
+ private:
+  FusedActivation activation_;
+  std::unique_ptr<Kernel> conv_;
+};
+
+}  // namespace
+
+ONYX_REGISTER_CPU_KERNEL("com.microsoft", "FusedConv", 1, kLatestVersion, {DataType::kFloat}, FusedConvKernel);
+
+}  // namespace onyx::cpu

@@ -1,0 +1,121 @@
+// AVX2+FMA SGEMM microkernel, 6 rows x 16 columns: 12 eight-wide accumulators,
+// two B vectors and one broadcast A value use 15 of the 16 ymm registers.
+// Compiled for baseline x86-64 with per-function target attributes, and only
+// called after cpuid reports AVX2 and FMA.
+#include "providers/cpu/gemm/sgemm_kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define ONYX_AVX2 __attribute__((target("avx2,fma")))
+
+namespace onyx::cpu::gemm_detail {
+namespace {
+
+constexpr int kMR = 6;
+constexpr int kNR = 16;
+
+// Lane j of the masks is set when column j (0..15) is inside the matrix.
+ONYX_AVX2 inline void column_masks(int64_t n, __m256i& lo, __m256i& hi) {
+  const __m256i limit = _mm256_set1_epi32(static_cast<int>(n));
+  lo = _mm256_cmpgt_epi32(limit, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  hi = _mm256_cmpgt_epi32(limit, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
+}
+
+template <int M>
+ONYX_AVX2 void tile_6x16(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t n, float alpha,
+                         float beta) {
+  __m256 acc0[M], acc1[M];
+#pragma GCC unroll 6
+  for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm256_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    const __m256 b0 = _mm256_loadu_ps(b);
+    const __m256 b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+    for (int i = 0; i < M; ++i) {
+      const __m256 ai = _mm256_broadcast_ss(a + i);
+      acc0[i] = _mm256_fmadd_ps(ai, b0, acc0[i]);
+      acc1[i] = _mm256_fmadd_ps(ai, b1, acc1[i]);
+    }
+    a += kMR;
+    b += kNR;
+  }
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  if (n == kNR) {
+#pragma GCC unroll 6
+    for (int i = 0; i < M; ++i) {
+      float* row = c + i * ldc;
+      __m256 v0 = _mm256_mul_ps(va, acc0[i]), v1 = _mm256_mul_ps(va, acc1[i]);
+      if (beta != 0.0f) {
+        v0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(row), v0);
+        v1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(row + 8), v1);
+      }
+      _mm256_storeu_ps(row, v0);
+      _mm256_storeu_ps(row + 8, v1);
+    }
+    return;
+  }
+  __m256i m0, m1;
+  column_masks(n, m0, m1);
+#pragma GCC unroll 6
+  for (int i = 0; i < M; ++i) {
+    float* row = c + i * ldc;
+    __m256 v0 = _mm256_mul_ps(va, acc0[i]), v1 = _mm256_mul_ps(va, acc1[i]);
+    if (beta != 0.0f) {
+      v0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(row, m0), v0);
+      v1 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(row + 8, m1), v1);
+    }
+    _mm256_maskstore_ps(row, m0, v0);
+    _mm256_maskstore_ps(row + 8, m1, v1);
+  }
+}
+
+// One row: two k steps per iteration so four independent accumulators hide
+// the FMA latency.
+ONYX_AVX2 void row_6x16(int64_t k, const float* x, const float* b, float* y, int64_t n, float alpha, float beta) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, t0 = s0, t1 = s0;
+  int64_t p = 0;
+  for (; p + 2 <= k; p += 2) {
+    const __m256 x0 = _mm256_broadcast_ss(x + p), x1 = _mm256_broadcast_ss(x + p + 1);
+    s0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b), s0);
+    s1 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b + 8), s1);
+    t0 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b + 16), t0);
+    t1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b + 24), t1);
+    b += 2 * kNR;
+  }
+  if (p < k) {
+    const __m256 x0 = _mm256_broadcast_ss(x + p);
+    s0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b), s0);
+    s1 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b + 8), s1);
+  }
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  __m256 v0 = _mm256_mul_ps(va, _mm256_add_ps(s0, t0)), v1 = _mm256_mul_ps(va, _mm256_add_ps(s1, t1));
+  __m256i m0, m1;
+  column_masks(n, m0, m1);
+  if (beta != 0.0f) {
+    v0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(y, m0), v0);
+    v1 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(y + 8, m1), v1);
+  }
+  _mm256_maskstore_ps(y, m0, v0);
+  _mm256_maskstore_ps(y + 8, m1, v1);
+}
+
+const SgemmKernel kAvx2 = {
+    "avx2_6x16", kMR, kNR, /*kc=*/256, /*mc=*/144,
+    {tile_6x16<1>, tile_6x16<2>, tile_6x16<3>, tile_6x16<4>, tile_6x16<5>, tile_6x16<6>},
+    row_6x16,
+};
+
+}  // namespace
+
+const SgemmKernel* avx2_kernel() { return &kAvx2; }
+
+}  // namespace onyx::cpu::gemm_detail
+
+#else
+
+namespace onyx::cpu::gemm_detail {
+const SgemmKernel* avx2_kernel() { return nullptr; }
+}  // namespace onyx::cpu::gemm_detail
+
+#endif

@@ -1,0 +1,43 @@
+// The contract between the SGEMM driver (sgemm.cc) and its per-ISA
+// microkernels (sgemm_<isa>_<MR>x<NR>.cc): the packed panel layouts and one
+// table entry per kernel. Internal to src/providers/cpu/gemm/.
+#pragma once
+
+#include <cstdint>
+
+namespace onyx::cpu::gemm_detail {
+
+// Computes one MR x NR tile of C from packed panels over `k` steps:
+//   acc(i, j) = sum_p a[p * MR + i] * b[p * NR + j]
+//   C(i, j)   = alpha * acc(i, j) + beta * C(i, j)      (beta == 0: C is only written)
+// for i < m (the template's row count, 1..MR) and j < n (1..NR, the columns
+// still inside the matrix). Panels are padded with zeros to MR and NR, so the
+// arithmetic is always full width; only C's loads and stores are clipped.
+using MicroKernel = void (*)(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t n,
+                             float alpha, float beta);
+
+// y(j) = alpha * sum_p x[p] * b[p * NR + j] + beta * y(j) for j < n: one row
+// against one packed B panel (M == 1, where an MR-row tile would waste MR-1 rows).
+using RowKernel = void (*)(int64_t k, const float* x, const float* b, float* y, int64_t n, float alpha, float beta);
+
+constexpr int kMaxMR = 16;
+
+struct SgemmKernel {
+  const char* name;  // e.g. "avx512_12x32": ISA, then MR x NR
+  int64_t mr;        // rows of a tile
+  int64_t nr;        // columns of a tile
+  // Cache blocking: a KC x NR panel of B stays in L1 while the MC x KC block of
+  // A (in L2) streams past it; MC is a multiple of MR.
+  int64_t kc;
+  int64_t mc;
+  MicroKernel tile[kMaxMR];  // tile[m - 1] computes m rows, m = 1..mr
+  RowKernel row;
+};
+
+// The kernels each ISA file provides; nullptr where the file was compiled for
+// another architecture. The caller checks the CPU supports the ISA.
+const SgemmKernel* portable_kernel();
+const SgemmKernel* avx2_kernel();
+const SgemmKernel* avx512_kernel();
+
+}  // namespace onyx::cpu::gemm_detail

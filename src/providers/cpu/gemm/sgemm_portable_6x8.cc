@@ -1,0 +1,87 @@
+// Portable SGEMM microkernel, 6 rows x 8 columns, in GCC/Clang vector
+// extensions: SSE on baseline x86-64, NEON on ARM, SIMD128 on WebAssembly.
+// 12 four-wide accumulators plus two B vectors and a broadcast A value fit the
+// 16 vector registers of SSE and NEON.
+#include <cstring>
+
+#include "providers/cpu/gemm/sgemm_kernels.h"
+
+namespace onyx::cpu::gemm_detail {
+namespace {
+
+typedef float Vec4 __attribute__((vector_size(16)));
+
+constexpr int kMR = 6;
+constexpr int kNR = 8;
+
+inline Vec4 load4(const float* p) {
+  Vec4 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline void store4(float* p, Vec4 v) { std::memcpy(p, &v, sizeof(v)); }
+
+template <int M>
+void tile_6x8(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t n, float alpha, float beta) {
+  Vec4 acc[M][2];
+  for (int i = 0; i < M; ++i) acc[i][0] = acc[i][1] = Vec4{0, 0, 0, 0};
+  for (int64_t p = 0; p < k; ++p) {
+    const Vec4 b0 = load4(b);
+    const Vec4 b1 = load4(b + 4);
+    for (int i = 0; i < M; ++i) {
+      const Vec4 ai = Vec4{a[i], a[i], a[i], a[i]};
+      acc[i][0] += ai * b0;
+      acc[i][1] += ai * b1;
+    }
+    a += kMR;
+    b += kNR;
+  }
+  const Vec4 va = Vec4{alpha, alpha, alpha, alpha};
+  const Vec4 vb = Vec4{beta, beta, beta, beta};
+  if (n == kNR) {
+    for (int i = 0; i < M; ++i) {
+      float* row = c + i * ldc;
+      Vec4 v0 = va * acc[i][0], v1 = va * acc[i][1];
+      if (beta != 0.0f) {
+        v0 += vb * load4(row);
+        v1 += vb * load4(row + 4);
+      }
+      store4(row, v0);
+      store4(row + 4, v1);
+    }
+    return;
+  }
+  for (int i = 0; i < M; ++i) {
+    float tile[kNR];
+    store4(tile, va * acc[i][0]);
+    store4(tile + 4, va * acc[i][1]);
+    float* row = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j) row[j] = beta == 0.0f ? tile[j] : tile[j] + beta * row[j];
+  }
+}
+
+void row_6x8(int64_t k, const float* x, const float* b, float* y, int64_t n, float alpha, float beta) {
+  Vec4 acc0 = Vec4{0, 0, 0, 0}, acc1 = acc0;
+  for (int64_t p = 0; p < k; ++p) {
+    const Vec4 xp = Vec4{x[p], x[p], x[p], x[p]};
+    acc0 += xp * load4(b);
+    acc1 += xp * load4(b + 4);
+    b += kNR;
+  }
+  float tile[kNR];
+  store4(tile, acc0);
+  store4(tile + 4, acc1);
+  for (int64_t j = 0; j < n; ++j) y[j] = beta == 0.0f ? alpha * tile[j] : alpha * tile[j] + beta * y[j];
+}
+
+const SgemmKernel kPortable = {
+    "portable_6x8", kMR, kNR, /*kc=*/256, /*mc=*/96,
+    {tile_6x8<1>, tile_6x8<2>, tile_6x8<3>, tile_6x8<4>, tile_6x8<5>, tile_6x8<6>},
+    row_6x8,
+};
+
+}  // namespace
+
+const SgemmKernel* portable_kernel() { return &kPortable; }
+
+}  // namespace onyx::cpu::gemm_detail
