@@ -11,6 +11,15 @@ command -v g++ >/dev/null || need_apt+=(g++)
 command -v ccache >/dev/null || need_apt+=(ccache)
 [ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
 command -v python3 >/dev/null || need_apt+=(python3 python3-dev python3-pip python3-venv)
+# Image codecs for ImageDecoder (optional: without them onyx still builds, and
+# the op reports the missing format). Headers may sit in a multiarch folder.
+have_header() { compgen -G "/usr/include/$1" >/dev/null || compgen -G "/usr/include/*/$1" >/dev/null; }
+command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+have_header jpeglib.h || need_apt+=(libjpeg-dev)
+have_header png.h || need_apt+=(libpng-dev)
+have_header tiffio.h || need_apt+=(libtiff-dev)
+have_header webp/decode.h || need_apt+=(libwebp-dev)
+have_header "openjpeg-2.*/openjpeg.h" || need_apt+=(libopenjp2-7-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO=sudo

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 
 #include "cli.h"
 #include "model/reader.h"
+#include "ort_conformance_script.h"
 #include "model/tensor_proto.h"
 
 namespace onyx::cli {
@@ -33,12 +35,14 @@ struct Options {
   int timeout_s = 120;
   int jobs = 2;
   bool verbose = false;
+  std::string compare_with;  // "onnxruntime": run the same cases through it too
   double rtol = 1e-3;
   double atol = 1e-7;
 };
 
 struct Case {
   std::string name;
+  std::string suite;                 // the folder holding the case: node, simple, light, ...
   std::string model;                 // model path
   std::vector<std::string> data_sets;  // folders with input_*.pb / output_*.pb
   std::vector<std::string> flat_outputs;  // light/: <name>_output_N.pb beside the model
@@ -111,6 +115,8 @@ void discover(const std::string& dir, std::vector<Case>& cases, int depth) {
   if (is_file(dir + "/model.onnx")) {
     Case c;
     c.name = dir.substr(dir.find_last_of('/') + 1);
+    const std::string parent = dir.substr(0, dir.find_last_of('/'));
+    c.suite = parent.substr(parent.find_last_of('/') + 1);
     c.model = dir + "/model.onnx";
     for (const std::string& n : list_dir(dir)) {
       if (n.rfind("test_data_set_", 0) == 0 && is_dir(dir + "/" + n)) c.data_sets.push_back(dir + "/" + n);
@@ -126,6 +132,7 @@ void discover(const std::string& dir, std::vector<Case>& cases, int depth) {
       if (outs.empty()) continue;
       Case c;
       c.name = stem;
+      c.suite = dir.substr(dir.find_last_of('/') + 1);
       c.model = dir + "/" + n;
       c.flat_outputs = outs;
       c.rtol = light_rtol(stem);
@@ -390,6 +397,58 @@ std::map<std::string, std::string> read_expected(const std::string& path) {
   return out;
 }
 
+// Runs the cases through onnxruntime with the Python script built into this
+// binary; returns one outcome per case (all failing, with the reason, when
+// Python or onnxruntime is missing).
+std::vector<Outcome> run_onnxruntime(const std::vector<Case>& cases) {
+  std::vector<Outcome> outcomes(cases.size());
+  char script_path[] = "/tmp/onyx_ort_script_XXXXXX";
+  char list_path[] = "/tmp/onyx_ort_cases_XXXXXX";
+  const int script_fd = mkstemp(script_path);
+  const int list_fd = mkstemp(list_path);
+  if (script_fd < 0 || list_fd < 0) {
+    for (Outcome& o : outcomes) o.reason = "cannot create temporary files";
+    return outcomes;
+  }
+  close(script_fd);
+  close(list_fd);
+  std::ofstream(script_path) << kOrtConformanceScript;
+  {
+    std::ofstream list(list_path);
+    for (const Case& c : cases) {
+      std::string sets;
+      for (const std::string& s : c.data_sets) sets += (sets.empty() ? "" : "|") + s;
+      list << c.name << '\t' << c.model << '\t' << sets << '\t' << c.rtol << '\t' << c.atol << '\t'
+           << (c.flat_outputs.empty() ? 0 : 1) << '\n';
+    }
+  }
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < cases.size(); ++i) index[cases[i].name] = i;
+  for (Outcome& o : outcomes) o.reason = "onnxruntime gave no result";
+  const std::string command = std::string("python3 ") + script_path + " " + list_path + " 2>&1";
+  if (FILE* p = popen(command.c_str(), "r")) {
+    char buffer[8192];
+    while (fgets(buffer, sizeof(buffer), p)) {
+      std::string line = buffer;
+      while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+      if (line.rfind("PASS ", 0) == 0) {
+        auto it = index.find(line.substr(5));
+        if (it != index.end()) outcomes[it->second] = Outcome{true, ""};
+      } else if (line.rfind("FAIL ", 0) == 0) {
+        const size_t colon = line.find(": ", 5);
+        auto it = index.find(line.substr(5, colon == std::string::npos ? std::string::npos : colon - 5));
+        if (it != index.end()) outcomes[it->second].reason = colon == std::string::npos ? "" : line.substr(colon + 2);
+      } else if (line.find("Error") != std::string::npos) {
+        std::fprintf(stderr, "onnxruntime runner: %s\n", line.c_str());
+      }
+    }
+    pclose(p);
+  }
+  unlink(script_path);
+  unlink(list_path);
+  return outcomes;
+}
+
 std::string default_data_dir() {
   if (const char* env = std::getenv("ONYX_BACKEND_DATA")) return env;
   for (const char* candidate : {"../shared/onnx-backend-data", "../../shared/onnx-backend-data"}) {
@@ -421,9 +480,11 @@ int conformance_command(const std::vector<std::string>& args) {
     };
     if (a == "-h" || a == "--help") {
       std::printf("usage: onyx conformance [DIR] [--filter TEXT]... [--expected FILE] [--report FILE]\n"
-                  "                        [--timeout SECONDS] [--jobs N] [-v]\n"
+                  "                        [--timeout SECONDS] [--jobs N] [--compare onnxruntime] [-v]\n"
                   "DIR defaults to $ONYX_BACKEND_DATA, ../shared/onnx-backend-data, or the onnx package's data.\n"
-                  "With --expected, exits 1 on a failure not in FILE or on a listed case that now passes.\n");
+                  "With --expected, exits 1 on a failure not in FILE or on a listed case that now passes.\n"
+                  "With --compare onnxruntime, also runs every case through onnxruntime (pip) with the same\n"
+                  "inputs and tolerances, one process per case, and prints both counts per folder.\n");
       return kExitOk;
     } else if (a == "--filter") {
       if (!need()) return kExitUsage;
@@ -440,6 +501,13 @@ int conformance_command(const std::vector<std::string>& args) {
     } else if (a == "--jobs" || a == "-j") {
       if (!need()) return kExitUsage;
       opt.jobs = std::max(1, std::atoi(args[++i].c_str()));
+    } else if (a == "--compare") {
+      if (!need()) return kExitUsage;
+      opt.compare_with = args[++i];
+      if (opt.compare_with != "onnxruntime") {
+        std::fprintf(stderr, "onyx conformance: --compare knows only 'onnxruntime'\n");
+        return kExitUsage;
+      }
     } else if (a == "-v" || a == "--verbose") {
       opt.verbose = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -495,6 +563,32 @@ int conformance_command(const std::vector<std::string>& args) {
   } else if (!opt.verbose) {
     for (size_t i = 0; i < cases.size(); ++i) {
       if (!outcomes[i].passed) std::printf("FAIL %s: %s\n", cases[i].name.c_str(), outcomes[i].reason.c_str());
+    }
+  }
+  if (!opt.compare_with.empty()) {
+    std::vector<Outcome> reference = run_onnxruntime(cases);
+    std::map<std::string, std::array<size_t, 3>> per_suite;  // cases, onyx, onnxruntime
+    for (size_t i = 0; i < cases.size(); ++i) {
+      auto& row = per_suite[cases[i].suite];
+      ++row[0];
+      row[1] += outcomes[i].passed ? 1 : 0;
+      row[2] += reference[i].passed ? 1 : 0;
+    }
+    std::array<size_t, 3> total{0, 0, 0};
+    std::ostringstream table;
+    table << "| folder | cases | onyx | onnxruntime |\n|---|---|---|---|\n";
+    for (const auto& [suite, row] : per_suite) {
+      table << "| " << suite << " | " << row[0] << " | " << row[1] << " | " << row[2] << " |\n";
+      for (int k = 0; k < 3; ++k) total[k] += row[k];
+    }
+    table << "| total | " << total[0] << " | " << total[1] << " | " << total[2] << " |\n";
+    std::printf("\n%s", table.str().c_str());
+    if (!opt.report_file.empty()) {
+      std::ofstream out(opt.report_file, std::ios::app);
+      out << "\n" << table.str();
+      for (size_t i = 0; i < cases.size(); ++i) {
+        if (!reference[i].passed) out << "ONNXRUNTIME FAIL " << cases[i].name << ": " << reference[i].reason << "\n";
+      }
     }
   }
   std::printf("conformance: %zu passed, %zu failed\n", passed, failed);

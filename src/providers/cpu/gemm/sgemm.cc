@@ -12,6 +12,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+
 #include "providers/cpu/gemm/sgemm_kernels.h"
 #include "providers/cpu/gemm/target_clones.h"
 
@@ -30,6 +34,10 @@ inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 inline int64_t ceil_div(int64_t v, int64_t m) { return (v + m - 1) / m; }
 
 bool cpu_supports(SgemmIsa isa) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  // Needed before __builtin_cpu_supports when called from static initializers.
+  __builtin_cpu_init();
+#endif
   switch (isa) {
     case SgemmIsa::kAuto:
     case SgemmIsa::kPortable:
@@ -111,6 +119,37 @@ class Scratch {
   float* data_ = nullptr;
 };
 
+// dst[p * width + r] = src[r * ld + p] for r < rows, p < kc, and zero for
+// rows <= r < width: `rows` rows of a matrix become one k-major panel.
+void transpose_into_panel(const float* src, int64_t ld, int64_t rows, int64_t kc, int64_t width, float* dst) {
+  int64_t r = 0;
+#if defined(__SSE2__)
+  // 4 x 4 register transposes: a scalar copy would spend most of its time on
+  // strided single-float stores.
+  for (; r + 4 <= rows; r += 4) {
+    const float* s0 = src + r * ld;
+    int64_t p = 0;
+    for (; p + 4 <= kc; p += 4) {
+      __m128 x0 = _mm_loadu_ps(s0 + p), x1 = _mm_loadu_ps(s0 + ld + p);
+      __m128 x2 = _mm_loadu_ps(s0 + 2 * ld + p), x3 = _mm_loadu_ps(s0 + 3 * ld + p);
+      _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
+      _mm_storeu_ps(dst + p * width + r, x0);
+      _mm_storeu_ps(dst + (p + 1) * width + r, x1);
+      _mm_storeu_ps(dst + (p + 2) * width + r, x2);
+      _mm_storeu_ps(dst + (p + 3) * width + r, x3);
+    }
+    for (; p < kc; ++p)
+      for (int64_t q = 0; q < 4; ++q) dst[p * width + r + q] = s0[q * ld + p];
+  }
+#endif
+  for (; r < rows; ++r) {
+    const float* row = src + r * ld;
+    for (int64_t p = 0; p < kc; ++p) dst[p * width + r] = row[p];
+  }
+  for (r = rows; r < width; ++r)
+    for (int64_t p = 0; p < kc; ++p) dst[p * width + r] = 0.0f;
+}
+
 // Packs rows [i0, i0+mb) x depth [p0, p0+kc) of op(A) into MR-row panels,
 // k-major inside a panel (dst[panel][p][r]); rows past mb are zero.
 void pack_a_block(const SgemmKernel& kern, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mb,
@@ -127,12 +166,8 @@ void pack_a_block(const SgemmKernel& kern, bool trans_a, const float* A, int64_t
         std::fill(out + rows, out + mr, 0.0f);
       }
     } else {
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* src = A + (i0 + ip + r) * lda + p0;
-        for (int64_t p = 0; p < kc; ++p) dst[p * mr + r] = src[p];
-      }
-      for (int64_t r = rows; r < mr; ++r)
-        for (int64_t p = 0; p < kc; ++p) dst[p * mr + r] = 0.0f;
+      // A is M x K: the panel is the transpose of `rows` rows of A.
+      transpose_into_panel(A + (i0 + ip) * lda + p0, lda, rows, kc, mr, dst);
     }
     dst += kc * mr;
   }
@@ -152,12 +187,8 @@ void pack_b_block(const SgemmKernel& kern, bool trans_b, const float* B, int64_t
         std::fill(out + cols, out + nr, 0.0f);
       }
     } else {
-      for (int64_t c = 0; c < cols; ++c) {
-        const float* src = B + (j0 + jp + c) * ldb + p0;
-        for (int64_t p = 0; p < kc; ++p) dst[p * nr + c] = src[p];
-      }
-      for (int64_t c = cols; c < nr; ++c)
-        for (int64_t p = 0; p < kc; ++p) dst[p * nr + c] = 0.0f;
+      // B is N x K: the panel is the transpose of `cols` rows of B.
+      transpose_into_panel(B + (j0 + jp) * ldb + p0, ldb, cols, kc, nr, dst);
     }
     dst += kc * nr;
   }

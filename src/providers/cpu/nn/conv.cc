@@ -1,6 +1,9 @@
-// Conv (1-D, 2-D, 3-D and beyond): im2col then one GEMM per image and group;
-// a 1x1, stride-1, unpadded convolution is a GEMM on X as it is. ConvInteger
-// runs the same path in int32 after subtracting the zero points.
+// Conv (1-D, 2-D, 3-D and beyond). Float: weights packed once for the SGEMM
+// microkernels (at kernel creation when W is a constant), a 1x1, stride-1,
+// unpadded convolution is a GEMM on X as it is, depthwise 2-D runs directly,
+// and the rest is im2col of a few hundred output columns at a time (kept in
+// L2) then GEMM, with the bias added in the GEMM's write-back. double and
+// ConvInteger (int32 after subtracting the zero points) use plain im2col+GEMM.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -8,6 +11,7 @@
 
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/gemm/sgemm.h"
+#include "providers/cpu/nn/conv_depthwise.h"
 #include "providers/cpu/nn/nn_util.h"
 
 namespace onyx::cpu {
@@ -145,6 +149,124 @@ void convolve(const T* x, const T* weights, const T* bias, T* y, int64_t batch, 
   });
 }
 
+// im2col restricted to output columns [j0, j1) of a 1-D or 2-D window: writes
+// the (channels * kernel_size) x (j1 - j0) column matrix, row-major.
+void im2col_columns(const float* x, int64_t channels, const Window& w, int64_t j0, int64_t j1, float* col) {
+  const size_t rank = w.rank();
+  const int64_t in_size = w.input_size(), kernel_size = w.kernel_size(), width = j1 - j0;
+  const int64_t ih_n = rank == 2 ? w.input[0] : 1, iw_n = w.input[rank - 1];
+  const int64_t ow_n = w.output[rank - 1];
+  const int64_t kw_n = w.kernel[rank - 1];
+  const int64_t sh = rank == 2 ? w.strides[0] : 1, sw = w.strides[rank - 1];
+  const int64_t dh = rank == 2 ? w.dilations[0] : 1, dw = w.dilations[rank - 1];
+  const int64_t ph = rank == 2 ? w.pads[0] : 0, pw = w.pads[rank - 1];
+  for (int64_t row = 0; row < channels * kernel_size; ++row) {
+    const int64_t c = row / kernel_size;
+    const int64_t kh = (row % kernel_size) / kw_n;
+    const int64_t kw = row % kw_n;
+    const float* xc = x + c * in_size;
+    float* dst = col + row * width - j0;  // dst[j] for j in [j0, j1)
+    const int64_t iw0 = kw * dw - pw;
+    // Output columns whose input column ow * sw + iw0 is inside [0, iw_n).
+    const int64_t lo_all = iw0 >= 0 ? 0 : std::min(ow_n, (-iw0 + sw - 1) / sw);
+    const int64_t hi_all = iw_n - iw0 <= 0 ? 0 : std::min(ow_n, (iw_n - iw0 + sw - 1) / sw);
+    for (int64_t j = j0; j < j1;) {
+      const int64_t oh = j / ow_n, ow_begin = j % ow_n;
+      const int64_t ow_end = std::min(ow_n, ow_begin + (j1 - j));
+      float* out = dst + oh * ow_n;
+      const int64_t ih = oh * sh - ph + kh * dh;
+      if (ih < 0 || ih >= ih_n) {
+        std::fill(out + ow_begin, out + ow_end, 0.0f);
+      } else {
+        const float* xrow = xc + ih * iw_n;
+        const int64_t lo = std::clamp(lo_all, ow_begin, ow_end), hi = std::clamp(hi_all, lo, ow_end);
+        std::fill(out + ow_begin, out + lo, 0.0f);
+        if (sw == 1) {
+          std::memcpy(out + lo, xrow + lo + iw0, static_cast<size_t>(hi - lo) * sizeof(float));
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) out[ow] = xrow[ow * sw + iw0];
+        }
+        std::fill(out + hi, out + ow_end, 0.0f);
+      }
+      j += ow_end - ow_begin;
+    }
+  }
+}
+
+// W of one group (mg x kg, row-major) packed for sgemm_packed_a.
+std::vector<PackedMatrix> pack_weights(const float* weights, int64_t group, int64_t mg, int64_t kg) {
+  std::vector<PackedMatrix> packed;
+  packed.reserve(static_cast<size_t>(group));
+  for (int64_t g = 0; g < group; ++g) packed.push_back(pack_a(false, mg, kg, weights + g * mg * kg, kg));
+  return packed;
+}
+
+// Y = conv(X, W) + B in float. `packed` holds W packed per group (from the
+// kernel's creation) or is null, and W is packed here.
+void convolve_float(const float* x, const float* weights, const std::vector<PackedMatrix>* packed, const float* bias,
+                    float* y, int64_t batch, int64_t in_channels, int64_t out_channels, int64_t group, const Window& w,
+                    ThreadPool* pool) {
+  const int64_t cg = in_channels / group;
+  const int64_t mg = out_channels / group;
+  const int64_t in_size = w.input_size();
+  const int64_t out_size = w.output_size();
+  const int64_t kg = cg * w.kernel_size();
+  if (w.rank() == 2 && cg == 1 && mg == 1) {
+    nn::depthwise_conv2d(x, weights, bias, y, batch, in_channels, w, pool);
+    return;
+  }
+  std::vector<PackedMatrix> packed_here;
+  if (packed == nullptr) {
+    packed_here = pack_weights(weights, group, mg, kg);
+    packed = &packed_here;
+  }
+  bool pointwise = true;  // 1x1, stride 1, no padding: X is already the column matrix
+  for (size_t d = 0; d < w.rank(); ++d) {
+    pointwise = pointwise && w.kernel[d] == 1 && w.strides[d] == 1 && w.pads[d] == 0 && w.pads[d + w.rank()] == 0;
+  }
+  auto epilogue_for = [&](int64_t g) {
+    GemmEpilogue ep;
+    if (bias != nullptr) ep.row_bias = bias + g * mg;
+    return ep;
+  };
+  const int64_t threads = pool == nullptr ? 1 : pool->parallelism();
+  // Columns per im2col chunk: the chunk (kg x width floats) stays within about
+  // 256 KiB of L2 while the GEMM packs and reads it.
+  const int64_t chunk = std::max<int64_t>(64, (int64_t{1} << 16) / std::max<int64_t>(kg, 1) / 32 * 32);
+  const int64_t chunks = (out_size + chunk - 1) / chunk;
+  const int64_t tasks = batch * group * chunks;
+  if (!pointwise && w.rank() <= 2 && (threads == 1 || tasks >= 2 * threads)) {
+    // Tasks are (image, group, column chunk), each one single-threaded GEMM.
+    parallel_for(pool, tasks, 2.0 * static_cast<double>(mg * kg * std::min(chunk, out_size)),
+                 [&](int64_t begin, int64_t end) {
+                   std::vector<float> col(static_cast<size_t>(kg * std::min(chunk, out_size)));
+                   for (int64_t task = begin; task < end; ++task) {
+                     const int64_t image_group = task / chunks, g = image_group % group, n = image_group / group;
+                     const int64_t j0 = (task % chunks) * chunk, j1 = std::min(out_size, j0 + chunk);
+                     im2col_columns(x + (n * in_channels + g * cg) * in_size, cg, w, j0, j1, col.data());
+                     sgemm_packed_a((*packed)[static_cast<size_t>(g)], false, j1 - j0, 1.0f, col.data(), j1 - j0,
+                                    0.0f, y + (n * out_channels + g * mg) * out_size + j0, out_size, nullptr,
+                                    epilogue_for(g));
+                   }
+                 });
+    return;
+  }
+  // Few large GEMMs (pointwise, 3-D and beyond, or too few chunks to share):
+  // one per image and group, each multithreaded.
+  std::vector<float> col(pointwise ? 0 : static_cast<size_t>(kg * out_size));
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t g = 0; g < group; ++g) {
+      const float* xg = x + (n * in_channels + g * cg) * in_size;
+      const float* source = xg;
+      if (!pointwise) {
+        im2col(xg, cg, w, col.data(), pool);
+        source = col.data();
+      }
+      sgemm_packed_a((*packed)[static_cast<size_t>(g)], false, out_size, 1.0f, source, out_size, 0.0f,
+                     y + (n * out_channels + g * mg) * out_size, out_size, pool, epilogue_for(g));
+    }
+}
+
 // Validates X and W of a convolution and resolves its window; shared by Conv
 // and ConvInteger. Returns the window; out_shape receives Y's shape.
 Result<Window> check_conv(const std::string& label, const nn::WindowAttributes& attrs, int64_t group, const Tensor& x,
@@ -177,6 +299,15 @@ class ConvKernel final : public Kernel {
       : attrs_(nn::WindowAttributes::from(info)), group_(info.attr_int("group", 1)) {
     attrs_.ceil_mode = false;
     if (group_ < 1) throw Error(invalid_model(info.label(), ": attribute group is ", group_, ", expected >= 1"));
+    // A constant float W is packed for the GEMM once, here, not on every run.
+    // A W whose shape compute() would reject is left alone: the error comes then.
+    const Tensor* w = info.constant_input(1);
+    if (w != nullptr && w->dtype() == DataType::kFloat && w->rank() >= 3 && w->dim(0) % group_ == 0 &&
+        w->size() > 0) {
+      const int64_t mg = w->dim(0) / group_, kg = w->size() / w->dim(0);
+      packed_w_ = pack_weights(w->data<float>(), group_, mg, kg);
+      packed_w_shape_ = w->shape();
+    }
   }
 
   Status compute(KernelContext& ctx) const override {
@@ -200,7 +331,12 @@ class ConvKernel final : public Kernel {
     ThreadPool* pool = ctx.thread_pool();
     return dispatch_float(x->dtype(), [&](auto tag) -> Status {
       using T = typename decltype(tag)::type;
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if constexpr (std::is_same_v<T, float>) {
+        const bool use_packed = !packed_w_.empty() && w->shape() == packed_w_shape_;
+        convolve_float(x->data<float>(), w->data<float>(), use_packed ? &packed_w_ : nullptr,
+                       b ? b->data<float>() : nullptr, y.data<float>(), batch, in_channels, out_channels, group_, win,
+                       pool);
+      } else if constexpr (std::is_same_v<T, double>) {
         convolve<T>(x->data<T>(), w->data<T>(), b ? b->data<T>() : nullptr, y.data<T>(), batch, in_channels,
                     out_channels, group_, win, pool);
       } else {
@@ -208,8 +344,8 @@ class ConvKernel final : public Kernel {
         Tensor bf;
         if (b != nullptr) bf = nn::to_float<T>(*b);
         std::vector<float> yf(static_cast<size_t>(y.size()));
-        convolve<float>(xf.data<float>(), wf.data<float>(), b ? bf.data<float>() : nullptr, yf.data(), batch,
-                        in_channels, out_channels, group_, win, pool);
+        convolve_float(xf.data<float>(), wf.data<float>(), nullptr, b ? bf.data<float>() : nullptr, yf.data(), batch,
+                       in_channels, out_channels, group_, win, pool);
         nn::from_float<T>(yf.data(), y.size(), y.data<T>());
       }
       return Status::ok();
@@ -219,6 +355,8 @@ class ConvKernel final : public Kernel {
  private:
   nn::WindowAttributes attrs_;
   int64_t group_;
+  std::vector<PackedMatrix> packed_w_;  // per group, when W is a constant float
+  Shape packed_w_shape_;
 };
 
 class ConvIntegerKernel final : public Kernel {

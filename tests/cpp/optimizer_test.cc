@@ -1,0 +1,700 @@
+// Optimizer tests: every pass fires on a small graph and leaves near misses
+// alone, and the optimized graph computes what the original does on random
+// inputs. Also the pass manager (levels, disabled passes, verification).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "graph/to_proto.h"
+#include "model/reader.h"
+#include "model/writer.h"
+#include "model_builder.h"
+#include "onyx/session.h"
+#include "optimizer_test_util.h"
+
+namespace onyx::testing {
+namespace {
+
+using optimizer::OptimizerOptions;
+
+model::AttributeProto int_attr(const std::string& name, int64_t v) {
+  model::AttributeProto a;
+  a.name = name;
+  a.type = model::AttributeProto::INT;
+  a.i = v;
+  return a;
+}
+model::AttributeProto float_attr(const std::string& name, float v) {
+  model::AttributeProto a;
+  a.name = name;
+  a.type = model::AttributeProto::FLOAT;
+  a.f = v;
+  return a;
+}
+model::AttributeProto ints_attr(const std::string& name, std::vector<int64_t> v) {
+  model::AttributeProto a;
+  a.name = name;
+  a.type = model::AttributeProto::INTS;
+  a.ints = std::move(v);
+  return a;
+}
+
+// Adds attributes to the last node added.
+void attrs(ModelBuilder& b, std::vector<model::AttributeProto> list) {
+  for (auto& a : list) b.proto().graph->node.back().attribute.push_back(std::move(a));
+}
+
+void int64_initializer(ModelBuilder& b, const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> values) {
+  model::TensorProto t;
+  t.name = name;
+  t.data_type = 7;
+  t.dims = std::move(dims);
+  t.int64_data = std::move(values);
+  b.proto().graph->initializer.push_back(t);
+}
+
+std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  Tensor t = random_tensor({static_cast<int64_t>(n)}, seed, lo, hi);
+  return std::vector<float>(t.data<float>(), t.data<float>() + n);
+}
+
+struct Optimized {
+  std::unique_ptr<graph::Graph> before;
+  std::unique_ptr<graph::Graph> after;
+  std::vector<optimizer::PassStatistics> stats;
+};
+
+// Loads the model twice, optimizes one copy (verifying after every pass),
+// runs both on `inputs` and expects equal outputs.
+Optimized optimize_and_compare(ModelBuilder& b, const std::vector<Value>& inputs,
+                               GraphOptimizationLevel level = GraphOptimizationLevel::kEnableAll,
+                               double tolerance = 1e-4, std::vector<std::string> disabled = {}) {
+  Optimized r;
+  auto before = load_graph(b.proto());
+  auto after = load_graph(b.proto());
+  EXPECT_TRUE(before.is_ok()) << before.status().message();
+  if (!before.is_ok() || !after.is_ok()) return r;
+  r.before = std::move(before).value();
+  r.after = std::move(after).value();
+  OptimizerOptions options;
+  options.level = level;
+  options.verify_after_each_pass = true;
+  options.disabled_optimizers = std::move(disabled);
+  auto stats = optimizer::optimize_graph(*r.after, options);
+  EXPECT_TRUE(stats.is_ok()) << stats.status().message();
+  if (!stats.is_ok()) return r;
+  r.stats = *stats;
+  Status verified = optimizer::verify_graph(*r.after);
+  EXPECT_TRUE(verified.is_ok()) << verified.message();
+  auto expected = run_graph(*r.before, inputs);
+  auto got = run_graph(*r.after, inputs);
+  EXPECT_TRUE(expected.is_ok()) << expected.status().message();
+  EXPECT_TRUE(got.is_ok()) << got.status().message();
+  if (!expected.is_ok() || !got.is_ok()) return r;
+  EXPECT_EQ(expected->size(), got->size());
+  for (size_t i = 0; i < expected->size() && i < got->size(); ++i) {
+    EXPECT_LE(max_relative_error((*got)[i].tensor(), (*expected)[i].tensor()), tolerance) << "output " << i;
+  }
+  // Graph outputs keep their names.
+  for (size_t i = 0; i < r.before->outputs.size(); ++i) {
+    EXPECT_EQ(r.after->value_name(r.after->outputs[i]), r.before->value_name(r.before->outputs[i]));
+  }
+  return r;
+}
+
+int count_domain_op(const graph::Graph& g, const std::string& domain, const std::string& op) {
+  int n = 0;
+  for (const auto& node : g.nodes) n += node.domain == domain && node.op_type == op ? 1 : 0;
+  return n;
+}
+
+// ---- constant folding ------------------------------------------------------
+
+TEST(OptimizerConstantFolding, FoldsConstantSubgraphIntoInitializer) {
+  ModelBuilder b(17);
+  b.input("x", {2, 3}).output("y");
+  b.initializer("a", {2, 3}, random_values(6, 1)).initializer("c", {3}, random_values(3, 2));
+  b.node("Add", {"a", "c"}, {"ac"}).node("Relu", {"ac"}, {"r"}).node("Mul", {"x", "r"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({2, 3}, 3)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(r.after->nodes.size(), 1u);
+  EXPECT_EQ(r.after->nodes[0].op_type, "Mul");
+  // a and c are no longer read: removed.
+  EXPECT_EQ(r.after->initializers.size(), 1u);
+}
+
+TEST(OptimizerConstantFolding, RespectsBudgetAndOverridableInitializers) {
+  ModelBuilder b(17);
+  b.input("x", {64, 64}).input("w", {64, 64}).output("y");
+  b.initializer("w", {64, 64}, random_values(64 * 64, 4));  // also an input: the caller may replace it
+  b.initializer("one", {1, 1}, {1.0f});
+  int64_initializer(b, "shape", {2}, {64, 64});
+  b.node("Expand", {"one", "shape"}, {"big"});  // 16 KiB once folded
+  b.node("Relu", {"w"}, {"rw"});
+  b.node("Add", {"x", "big"}, {"xb"}).node("Add", {"xb", "rw"}, {"y"});
+  auto model = load_graph(b.proto());
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  graph::Graph& g = **model;
+  OptimizerOptions options;
+  options.level = GraphOptimizationLevel::kEnableBasic;
+  options.verify_after_each_pass = true;
+  options.constant_folding_budget_bytes = 1024;
+  ASSERT_TRUE(optimizer::optimize_graph(g, options).is_ok());
+  EXPECT_EQ(count_ops(g, "Expand"), 1);  // 16 KiB > 1 KiB budget
+  EXPECT_EQ(count_ops(g, "Relu"), 1);    // w may be overridden at run
+  options.constant_folding_budget_bytes = 1 << 20;
+  ASSERT_TRUE(optimizer::optimize_graph(g, options).is_ok());
+  EXPECT_EQ(count_ops(g, "Expand"), 0);
+  EXPECT_EQ(count_ops(g, "Relu"), 1);
+}
+
+TEST(OptimizerConstantFolding, NeverFoldsRandomOps) {
+  ModelBuilder b(17);
+  b.input("x", {2, 2}).output("y");
+  b.node("RandomUniform", {}, {"r"});
+  attrs(b, {ints_attr("shape", {2, 2})});
+  b.node("Add", {"x", "r"}, {"y"});
+  auto model = load_graph(b.proto());
+  ASSERT_TRUE(model.is_ok());
+  OptimizerOptions options;
+  options.level = GraphOptimizationLevel::kEnableAll;
+  options.verify_after_each_pass = true;
+  ASSERT_TRUE(optimizer::optimize_graph(**model, options).is_ok());
+  EXPECT_EQ(count_ops(**model, "RandomUniform"), 1);
+}
+
+// ---- dead code, no-ops, CSE ------------------------------------------------
+
+TEST(OptimizerElimination, RemovesDeadNodesAndUnusedInitializers) {
+  ModelBuilder b(17);
+  b.input("x", {4}).output("y");
+  b.initializer("unused", {4}, {1, 2, 3, 4});
+  b.node("Relu", {"x"}, {"y"}).node("Sigmoid", {"x"}, {"dead1"}).node("Exp", {"dead1"}, {"dead2"});
+  auto r = optimize_and_compare(b, {random_tensor({4}, 5)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(r.after->nodes.size(), 1u);
+  EXPECT_TRUE(r.after->initializers.empty());
+}
+
+TEST(OptimizerElimination, RemovesNoOpsAndKeepsOutputNames) {
+  ModelBuilder b(17);
+  b.input("x", {2, 3}).output("y").output("z");
+  b.node("Relu", {"x"}, {"r"});
+  b.node("Identity", {"r"}, {"i1"}).node("Identity", {"i1"}, {"i2"});
+  b.node("Transpose", {"i2"}, {"t0"});
+  attrs(b, {ints_attr("perm", {0, 1})});
+  b.node("Cast", {"t0"}, {"c0"});
+  attrs(b, {int_attr("to", 1)});
+  b.node("Dropout", {"c0"}, {"d0"});
+  b.node("Identity", {"d0"}, {"y"});  // graph output: keeps its name
+  b.node("Transpose", {"r"}, {"t1"});  // a real transpose: stays
+  attrs(b, {ints_attr("perm", {1, 0})});
+  b.node("Cast", {"t1"}, {"z"});  // a real cast: stays
+  attrs(b, {int_attr("to", 11)});
+  b.output("z", {}, 11);
+  b.proto().graph->output.erase(b.proto().graph->output.begin() + 1);
+  auto r = optimize_and_compare(b, {random_tensor({2, 3}, 6)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "Identity"), 0);
+  EXPECT_EQ(count_ops(*r.after, "Dropout"), 0);
+  EXPECT_EQ(count_ops(*r.after, "Transpose"), 1);
+  EXPECT_EQ(count_ops(*r.after, "Cast"), 1);
+  EXPECT_EQ(r.after->nodes.size(), 3u);
+}
+
+TEST(OptimizerElimination, IdentityBetweenInputAndOutputStays) {
+  ModelBuilder b(17);
+  b.input("x", {2}).output("y");
+  b.node("Identity", {"x"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({2}, 7)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(r.after->nodes.size(), 1u);
+}
+
+TEST(OptimizerElimination, MergesCommonSubexpressions) {
+  ModelBuilder b(17);
+  b.input("x", {3, 4}).output("y").output("z");
+  b.node("LeakyRelu", {"x"}, {"a"});
+  attrs(b, {float_attr("alpha", 0.1f)});
+  b.node("LeakyRelu", {"x"}, {"b"});
+  attrs(b, {float_attr("alpha", 0.1f)});
+  b.node("LeakyRelu", {"x"}, {"c"});  // different alpha: a different value
+  attrs(b, {float_attr("alpha", 0.2f)});
+  b.node("Add", {"a", "b"}, {"y"}).node("Add", {"a", "c"}, {"z"});
+  auto r = optimize_and_compare(b, {random_tensor({3, 4}, 8)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "LeakyRelu"), 2);
+}
+
+// ---- shape arithmetic ------------------------------------------------------
+
+TEST(OptimizerShapeFolding, FoldsKnownDimsOfSymbolicShapes) {
+  ModelBuilder b(13);
+  b.input("x", {-1, 3, 4}).output("y");
+  int64_initializer(b, "i1", {1}, {1});
+  int64_initializer(b, "i2", {1}, {2});
+  int64_initializer(b, "i0", {}, {0});
+  int64_initializer(b, "minus1", {1}, {-1});
+  b.node("Shape", {"x"}, {"s"});
+  b.node("Gather", {"s", "i1"}, {"d1"});  // 3: known
+  b.node("Gather", {"s", "i2"}, {"d2"});  // 4: known
+  b.node("Gather", {"s", "i0"}, {"d0"});  // N: symbolic, stays
+  b.node("Mul", {"d1", "d2"}, {"d12"});
+  b.node("Concat", {"minus1", "d12"}, {"shape"});
+  attrs(b, {int_attr("axis", 0)});
+  b.node("Reshape", {"x", "shape"}, {"flat"});
+  b.node("Unsqueeze", {"d0", "i0"}, {"n1"});  // keeps the symbolic chain alive
+  b.node("Concat", {"n1", "d1", "d2"}, {"shape2"});
+  attrs(b, {int_attr("axis", 0)});
+  b.node("Reshape", {"flat", "shape2"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({2, 3, 4}, 9)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "Mul"), 0);  // 3 * 4 folded
+  EXPECT_EQ(count_ops(*r.after, "Gather"), 1);  // only the symbolic dim
+}
+
+// ---- conv folding ----------------------------------------------------------
+
+void add_conv(ModelBuilder& b, int channels_in, int channels_out, bool bias, uint32_t seed) {
+  b.initializer("W", {channels_out, channels_in, 3, 3},
+                random_values(static_cast<size_t>(channels_out * channels_in * 9), seed));
+  if (bias) b.initializer("B", {channels_out}, random_values(static_cast<size_t>(channels_out), seed + 1));
+  b.node("Conv", bias ? std::vector<std::string>{"x", "W", "B"} : std::vector<std::string>{"x", "W"}, {"conv"}, "conv1");
+  attrs(b, {ints_attr("pads", {1, 1, 1, 1})});
+}
+
+TEST(OptimizerConvFolding, FoldsBatchNormalization) {
+  ModelBuilder b(15);
+  b.input("x", {1, 3, 5, 5}).output("y");
+  add_conv(b, 3, 4, true, 10);
+  b.initializer("scale", {4}, random_values(4, 20, 0.5f, 1.5f)).initializer("shift", {4}, random_values(4, 21));
+  b.initializer("mean", {4}, random_values(4, 22)).initializer("var", {4}, random_values(4, 23, 0.5f, 2.0f));
+  b.node("BatchNormalization", {"conv", "scale", "shift", "mean", "var"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 24)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(r.after->nodes.size(), 1u);
+  EXPECT_EQ(r.after->nodes[0].op_type, "Conv");
+}
+
+TEST(OptimizerConvFolding, KeepsBatchNormWhenConvOutputHasAnotherUse) {
+  ModelBuilder b(15);
+  b.input("x", {1, 3, 5, 5}).output("y").output("conv");
+  add_conv(b, 3, 4, false, 10);
+  b.initializer("scale", {4}, random_values(4, 20, 0.5f, 1.5f)).initializer("shift", {4}, random_values(4, 21));
+  b.initializer("mean", {4}, random_values(4, 22)).initializer("var", {4}, random_values(4, 23, 0.5f, 2.0f));
+  b.node("BatchNormalization", {"conv", "scale", "shift", "mean", "var"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 24)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "BatchNormalization"), 1);
+}
+
+TEST(OptimizerConvFolding, FoldsPerChannelAddAndMul) {
+  ModelBuilder b(15);
+  b.input("x", {1, 3, 5, 5}).output("y");
+  add_conv(b, 3, 4, false, 30);
+  b.initializer("add", {4, 1, 1}, random_values(4, 31)).initializer("mul", {1, 4, 1, 1}, random_values(4, 32));
+  b.node("Add", {"conv", "add"}, {"a"}).node("Mul", {"mul", "a"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 33)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(r.after->nodes.size(), 1u);
+}
+
+TEST(OptimizerConvFolding, KeepsAddThatBroadcastsAlongWidth) {
+  ModelBuilder b(15);
+  b.input("x", {1, 3, 4, 4}).output("y");
+  add_conv(b, 3, 4, true, 40);
+  b.initializer("add", {4}, random_values(4, 41));  // broadcasts along W, not C
+  b.node("Add", {"conv", "add"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({1, 3, 4, 4}, 42)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "Add"), 1);
+}
+
+// ---- MatMul + Add -> Gemm ----------------------------------------------------
+
+TEST(OptimizerGemm, FusesTwoDimensionalMatMulAdd) {
+  ModelBuilder b(13);
+  b.input("x", {3, 4}).output("y");
+  b.initializer("w", {4, 5}, random_values(20, 50)).initializer("bias", {5}, random_values(5, 51));
+  b.node("MatMul", {"x", "w"}, {"m"}).node("Add", {"bias", "m"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({3, 4}, 52)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "Gemm"), 1);
+  EXPECT_EQ(r.after->nodes.size(), 1u);
+}
+
+TEST(OptimizerGemm, LeavesThreeDimensionalMatMul) {
+  ModelBuilder b(13);
+  b.input("x", {2, 3, 4}).output("y");
+  b.initializer("w", {4, 5}, random_values(20, 53)).initializer("bias", {5}, random_values(5, 54));
+  b.node("MatMul", {"x", "w"}, {"m"}).node("Add", {"m", "bias"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({2, 3, 4}, 55)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "Gemm"), 0);
+}
+
+// ---- extended: activations ---------------------------------------------------
+
+TEST(OptimizerActivationFusion, FusesConvRelu) {
+  ModelBuilder b(13);
+  b.input("x", {1, 3, 5, 5}).output("y");
+  add_conv(b, 3, 4, true, 60);
+  b.node("Relu", {"conv"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 61)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "FusedConv"), 1);
+  EXPECT_EQ(r.after->nodes.size(), 1u);
+}
+
+TEST(OptimizerActivationFusion, FusesGemmLeakyReluAndClip) {
+  ModelBuilder b(13);
+  b.input("x", {3, 4}).output("y").output("z");
+  b.initializer("w", {4, 5}, random_values(20, 62)).initializer("c", {5}, random_values(5, 63));
+  b.initializer("lo", {}, {-0.2f}).initializer("hi", {}, {0.3f});
+  b.node("Gemm", {"x", "w", "c"}, {"g"}).node("LeakyRelu", {"g"}, {"y"});
+  attrs(b, {float_attr("alpha", 0.3f)});
+  b.node("Gemm", {"x", "w"}, {"g2"}).node("Clip", {"g2", "lo", "hi"}, {"z"});
+  auto r = optimize_and_compare(b, {random_tensor({3, 4}, 64)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "FusedGemm"), 2);
+}
+
+TEST(OptimizerActivationFusion, KeepsReluWhenConvOutputIsAlsoUsed) {
+  ModelBuilder b(13);
+  b.input("x", {1, 3, 5, 5}).output("y").output("conv");
+  add_conv(b, 3, 4, true, 65);
+  b.node("Relu", {"conv"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 66)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "Relu"), 1);
+}
+
+TEST(OptimizerActivationFusion, NotForNonCpuProviders) {
+  ModelBuilder b(13);
+  b.input("x", {1, 3, 5, 5}).output("y");
+  add_conv(b, 3, 4, true, 67);
+  b.node("Relu", {"conv"}, {"y"});
+  auto model = load_graph(b.proto());
+  ASSERT_TRUE(model.is_ok());
+  OptimizerOptions options;
+  options.provider_names = {"CUDAExecutionProvider", "CPUExecutionProvider"};
+  ASSERT_TRUE(optimizer::optimize_graph(**model, options).is_ok());
+  EXPECT_EQ(count_ops(**model, "Relu"), 1);
+}
+
+// ---- extended: Gelu ----------------------------------------------------------
+
+// x * 0.5 * (1 + erf(x / sqrt2)) in the PyTorch order, optionally with a bias
+// Add before it; `half` replaces 0.5 for near-miss tests.
+void add_gelu(ModelBuilder& b, const std::string& x, float half, const std::string& out) {
+  b.initializer("half", {}, {half}).initializer("sqrt2", {}, {1.4142135f}).initializer("one", {}, {1.0f});
+  b.node("Mul", {x, "half"}, {"h"}).node("Div", {x, "sqrt2"}, {"d"}).node("Erf", {"d"}, {"e"});
+  b.node("Add", {"e", "one"}, {"e1"}).node("Mul", {"h", "e1"}, {out});
+}
+
+TEST(OptimizerGeluFusion, FusesErfGeluAndBias) {
+  ModelBuilder b(13);
+  b.input("x", {2, 3, 8}).output("y");
+  b.initializer("bias", {8}, random_values(8, 70));
+  b.node("Add", {"x", "bias"}, {"xb"});
+  add_gelu(b, "xb", 0.5f, "y");
+  auto r = optimize_and_compare(b, {random_tensor({2, 3, 8}, 71)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "BiasGelu"), 1);
+  EXPECT_EQ(r.after->nodes.size(), 1u);
+}
+
+TEST(OptimizerGeluFusion, FusesTensorFlowOrder) {
+  // x * (0.5 * (1 + erf(x / sqrt2))), as tf2onnx writes it.
+  ModelBuilder b(13);
+  b.input("x", {4, 8}).output("y");
+  b.initializer("half", {}, {0.5f}).initializer("sqrt2", {}, {1.4142135f}).initializer("one", {}, {1.0f});
+  b.node("Div", {"x", "sqrt2"}, {"d"}).node("Erf", {"d"}, {"e"}).node("Add", {"one", "e"}, {"e1"});
+  b.node("Mul", {"half", "e1"}, {"m"}).node("Mul", {"x", "m"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({4, 8}, 72)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "Gelu"), 1);
+  EXPECT_EQ(r.after->nodes.size(), 1u);
+}
+
+TEST(OptimizerGeluFusion, LeavesWrongConstantAndSharedIntermediate) {
+  {
+    ModelBuilder b(13);
+    b.input("x", {4, 8}).output("y");
+    add_gelu(b, "x", 0.6f, "y");
+    auto r = optimize_and_compare(b, {random_tensor({4, 8}, 73)});
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_ops(*r.after, "Erf"), 1);
+  }
+  {
+    ModelBuilder b(13);
+    b.input("x", {4, 8}).output("y").output("e");  // erf's output is needed
+    add_gelu(b, "x", 0.5f, "y");
+    auto r = optimize_and_compare(b, {random_tensor({4, 8}, 74)});
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_ops(*r.after, "Erf"), 1);
+  }
+}
+
+TEST(OptimizerGeluFusion, FusesTanhFormIntoFastGelu) {
+  for (bool use_pow : {true, false}) {
+    ModelBuilder b(13);
+    b.input("x", {4, 8}).output("y");
+    b.initializer("three", {}, {3.0f}).initializer("k", {}, {0.044715f}).initializer("c", {}, {0.7978846f});
+    b.initializer("one", {}, {1.0f}).initializer("half", {}, {0.5f});
+    if (use_pow) {
+      b.node("Pow", {"x", "three"}, {"x3"});
+    } else {
+      b.node("Mul", {"x", "x"}, {"x2"}).node("Mul", {"x2", "x"}, {"x3"});
+    }
+    b.node("Mul", {"k", "x3"}, {"kx3"}).node("Add", {"x", "kx3"}, {"inner"}).node("Mul", {"inner", "c"}, {"s"});
+    b.node("Tanh", {"s"}, {"t"}).node("Add", {"t", "one"}, {"t1"}).node("Mul", {"x", "half"}, {"h"});
+    b.node("Mul", {"h", "t1"}, {"y"});
+    auto r = optimize_and_compare(b, {random_tensor({4, 8}, 75)});
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "FastGelu"), 1) << "pow " << use_pow;
+    EXPECT_EQ(r.after->nodes.size(), 1u);
+  }
+}
+
+TEST(OptimizerGeluFusion, LeavesTanhWithWrongCoefficient) {
+  ModelBuilder b(13);
+  b.input("x", {4, 8}).output("y");
+  b.initializer("three", {}, {3.0f}).initializer("k", {}, {0.05f}).initializer("c", {}, {0.7978846f});
+  b.initializer("one", {}, {1.0f}).initializer("half", {}, {0.5f});
+  b.node("Pow", {"x", "three"}, {"x3"}).node("Mul", {"k", "x3"}, {"kx3"}).node("Add", {"x", "kx3"}, {"inner"});
+  b.node("Mul", {"inner", "c"}, {"s"}).node("Tanh", {"s"}, {"t"}).node("Add", {"t", "one"}, {"t1"});
+  b.node("Mul", {"x", "half"}, {"h"}).node("Mul", {"h", "t1"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({4, 8}, 76)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "Tanh"), 1);
+}
+
+// ---- extended: LayerNormalization and SkipLayerNormalization -----------------
+
+// The PyTorch decomposition over the last axis of x ([2, 3, 8]).
+void add_layer_norm(ModelBuilder& b, const std::string& x, const std::string& out, std::vector<int64_t> axes = {-1}) {
+  b.initializer("two", {}, {2.0f}).initializer("eps", {}, {1e-5f});
+  b.initializer("gamma", {8}, random_values(8, 80, 0.5f, 1.5f)).initializer("beta", {8}, random_values(8, 81));
+  b.node("ReduceMean", {x}, {"mean"});
+  attrs(b, {ints_attr("axes", axes)});
+  b.node("Sub", {x, "mean"}, {"dev"}).node("Pow", {"dev", "two"}, {"sq"}).node("ReduceMean", {"sq"}, {"var"});
+  attrs(b, {ints_attr("axes", axes)});
+  b.node("Add", {"var", "eps"}, {"ve"}).node("Sqrt", {"ve"}, {"sd"}).node("Div", {"dev", "sd"}, {"n"});
+  b.node("Mul", {"n", "gamma"}, {"g"}).node("Add", {"g", "beta"}, {out});
+}
+
+TEST(OptimizerLayerNormFusion, FusesPyTorchDecomposition) {
+  ModelBuilder b(17);
+  b.input("x", {2, 3, 8}).output("y");
+  add_layer_norm(b, "x", "y");
+  auto r = optimize_and_compare(b, {random_tensor({2, 3, 8}, 82)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "LayerNormalization"), 1);
+  EXPECT_EQ(r.after->nodes.size(), 1u);
+}
+
+TEST(OptimizerLayerNormFusion, FusesTensorFlowDecomposition) {
+  ModelBuilder b(13);
+  b.input("x", {2, 3, 8}).output("y");
+  b.initializer("eps", {}, {1e-5f});
+  b.initializer("gamma", {8}, random_values(8, 83, 0.5f, 1.5f)).initializer("beta", {8}, random_values(8, 84));
+  b.node("ReduceMean", {"x"}, {"mean"});
+  attrs(b, {ints_attr("axes", {2})});
+  b.node("Sub", {"x", "mean"}, {"dev"}).node("Mul", {"dev", "dev"}, {"sq"}).node("ReduceMean", {"sq"}, {"var"});
+  attrs(b, {ints_attr("axes", {2})});
+  b.node("Add", {"var", "eps"}, {"ve"}).node("Sqrt", {"ve"}, {"sd"}).node("Reciprocal", {"sd"}, {"inv"});
+  b.node("Mul", {"inv", "gamma"}, {"r"}).node("Mul", {"x", "r"}, {"xr"}).node("Mul", {"mean", "r"}, {"mr"});
+  b.node("Sub", {"beta", "mr"}, {"shift"}).node("Add", {"xr", "shift"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({2, 3, 8}, 85)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "LayerNormalization"), 1);
+  EXPECT_EQ(r.after->nodes.size(), 1u);
+}
+
+TEST(OptimizerLayerNormFusion, LeavesWrongAxisAndSharedIntermediate) {
+  {
+    ModelBuilder b(17);
+    b.input("x", {2, 3, 8}).output("y");
+    add_layer_norm(b, "x", "y", {1});
+    auto r = optimize_and_compare(b, {random_tensor({2, 3, 8}, 86)});
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_ops(*r.after, "LayerNormalization"), 0);
+  }
+  {
+    ModelBuilder b(17);
+    b.input("x", {2, 3, 8}).output("y").output("var");
+    add_layer_norm(b, "x", "y");
+    auto r = optimize_and_compare(b, {random_tensor({2, 3, 8}, 87)});
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_ops(*r.after, "LayerNormalization"), 0);
+  }
+}
+
+TEST(OptimizerSkipLayerNormFusion, FusesResidualAddWithBias) {
+  ModelBuilder b(17);
+  b.input("x", {2, 3, 8}).input("skip", {2, 3, 8}).output("y").output("sum");
+  b.initializer("w", {8, 8}, random_values(64, 90)).initializer("bias", {8}, random_values(8, 91));
+  b.node("MatMul", {"x", "w"}, {"m"}).node("Add", {"m", "bias"}, {"mb"}).node("Add", {"mb", "skip"}, {"s"});
+  add_layer_norm(b, "s", "y");
+  b.node("Relu", {"s"}, {"sum"});  // the residual sum has another reader
+  auto r = optimize_and_compare(b, {random_tensor({2, 3, 8}, 92), random_tensor({2, 3, 8}, 93)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "SkipLayerNormalization"), 1);
+  EXPECT_EQ(count_ops(*r.after, "Add"), 0);
+}
+
+// ---- extended: FusedMatMul ---------------------------------------------------
+
+TEST(OptimizerMatMulScaleFusion, FusesTransposeAndScale) {
+  ModelBuilder b(13);
+  b.input("q", {2, 4, 3, 8}).input("k", {2, 4, 3, 8}).output("y");
+  b.initializer("scale", {}, {8.0f});
+  b.node("Transpose", {"k"}, {"kt"});
+  attrs(b, {ints_attr("perm", {0, 1, 3, 2})});
+  b.node("MatMul", {"q", "kt"}, {"qk"}).node("Div", {"qk", "scale"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({2, 4, 3, 8}, 94), random_tensor({2, 4, 3, 8}, 95)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "FusedMatMul"), 1);
+  EXPECT_EQ(r.after->nodes.size(), 1u);
+}
+
+TEST(OptimizerMatMulScaleFusion, LeavesOtherPermutationsAndDivByTensor) {
+  ModelBuilder b(13);
+  b.input("q", {2, 3, 4, 8}).input("k", {2, 4, 3, 8}).output("y");
+  b.initializer("scale", {4}, random_values(4, 96, 1.0f, 2.0f));
+  b.node("Transpose", {"k"}, {"kt"});
+  attrs(b, {ints_attr("perm", {0, 2, 3, 1})});
+  b.node("MatMul", {"q", "kt"}, {"qk"}).node("Div", {"qk", "scale"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({2, 3, 4, 8}, 97), random_tensor({2, 4, 3, 8}, 98)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "FusedMatMul"), 0);
+}
+
+// ---- pass manager ----------------------------------------------------------
+
+TEST(OptimizerManager, LevelsAndDisabledPasses) {
+  ModelBuilder b(13);
+  b.input("x", {1, 3, 5, 5}).output("y");
+  add_conv(b, 3, 4, true, 100);
+  b.node("Identity", {"conv"}, {"i"}).node("Relu", {"i"}, {"y"});
+  {
+    auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 101)}, GraphOptimizationLevel::kDisableAll);
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(r.after->nodes.size(), 3u);
+    EXPECT_TRUE(r.stats.empty());
+  }
+  {
+    auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 101)}, GraphOptimizationLevel::kEnableBasic);
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(r.after->nodes.size(), 2u);
+  }
+  {
+    auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 101)}, GraphOptimizationLevel::kEnableAll, 1e-4,
+                                  {"activation_fusion"});
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(r.after->nodes.size(), 2u);
+    for (const auto& s : r.stats) EXPECT_NE(s.pass, "activation_fusion");
+  }
+  const auto names = optimizer::pass_names(GraphOptimizationLevel::kEnableAll);
+  EXPECT_NE(std::find(names.begin(), names.end(), "constant_folding"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "layer_norm_fusion"), names.end());
+}
+
+TEST(OptimizerManager, VerifierFindsBrokenGraphs) {
+  ModelBuilder b(13);
+  b.input("x", {2}).output("y");
+  b.node("Relu", {"x"}, {"r"}).node("Exp", {"r"}, {"y"});
+  auto model = load_graph(b.proto());
+  ASSERT_TRUE(model.is_ok());
+  graph::Graph& g = **model;
+  EXPECT_TRUE(optimizer::verify_graph(g).is_ok());
+  {
+    graph::Graph broken = g;
+    std::swap(broken.nodes[0], broken.nodes[1]);  // use before definition
+    EXPECT_FALSE(optimizer::verify_graph(broken).is_ok());
+  }
+  {
+    graph::Graph broken = g;
+    broken.nodes[1].outputs[0] = broken.nodes[0].outputs[0];  // produced twice
+    EXPECT_FALSE(optimizer::verify_graph(broken).is_ok());
+  }
+  {
+    graph::Graph broken = g;
+    broken.nodes[0].inputs[0] = 1000;  // out of range
+    EXPECT_FALSE(optimizer::verify_graph(broken).is_ok());
+  }
+  {
+    graph::Graph broken = g;
+    broken.nodes.pop_back();  // output never produced
+    EXPECT_FALSE(optimizer::verify_graph(broken).is_ok());
+  }
+}
+
+// The optimized graph saves and loads back (com.microsoft ops need their
+// domain imported) and a session runs it.
+TEST(OptimizerManager, OptimizedGraphRoundTripsThroughSession) {
+  ModelBuilder b(13);
+  b.input("x", {4, 8}).output("y");
+  add_gelu(b, "x", 0.5f, "y");
+  auto g = load_graph(b.proto());
+  ASSERT_TRUE(g.is_ok());
+  OptimizerOptions options;
+  ASSERT_TRUE(optimizer::optimize_graph(**g, options).is_ok());
+  model::ModelProto saved = graph::graph_to_model(**g, b.proto());
+  saved.opset_import.push_back({"com.microsoft", 1});
+  const std::string bytes = model::serialize_model(saved);
+  SessionOptions plain;
+  plain.graph_optimization_level = GraphOptimizationLevel::kDisableAll;
+  auto optimized = InferenceSession::from_bytes(bytes, plain);
+  auto reference = InferenceSession::from_bytes(b.bytes(), plain);
+  Tensor x = random_tensor({4, 8}, 110);
+  auto got = optimized->run({}, {{"x", Value(x)}});
+  auto want = reference->run({}, {{"x", Value(x)}});
+  EXPECT_LE(max_relative_error(got[0].tensor(), want[0].tensor()), 1e-5);
+}
+
+// ---- real models -------------------------------------------------------------
+
+void check_model(const std::string& path, size_t max_nodes_after) {
+  std::ifstream probe(path);
+  if (!probe) GTEST_SKIP() << path << " is not available";
+  auto model = model::read_model_file(path);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  auto before = load_graph(*model);
+  auto after = load_graph(*model);
+  ASSERT_TRUE(before.is_ok() && after.is_ok());
+  OptimizerOptions options;
+  options.verify_after_each_pass = true;
+  auto stats = optimizer::optimize_graph(**after, options);
+  ASSERT_TRUE(stats.is_ok()) << stats.status().message();
+  EXPECT_LE((*after)->nodes.size(), max_nodes_after) << "before: " << (*before)->nodes.size();
+  std::vector<Value> inputs;
+  for (int32_t id : (*before)->inputs) {
+    const graph::ValueEntry& v = (*before)->values[static_cast<size_t>(id)];
+    if (v.is_initializer) continue;
+    Shape s;
+    for (const auto& d : v.info.shape) s.push_back(d.is_known() ? d.value : (s.empty() ? 2 : 7));
+    Tensor t(v.info.type.elem_type, s);
+    for (int64_t i = 0; i < t.size(); ++i) {
+      if (t.dtype() == DataType::kInt64) t.data<int64_t>()[i] = (i * 7) % 3 == 0 ? 1 : 0;
+      if (t.dtype() == DataType::kInt32) t.data<int32_t>()[i] = (i * 7) % 3 == 0 ? 1 : 0;
+    }
+    inputs.emplace_back(t);
+  }
+  auto want = run_graph(**before, inputs);
+  auto got = run_graph(**after, inputs);
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  ASSERT_TRUE(got.is_ok()) << got.status().message();
+  for (size_t i = 0; i < want->size(); ++i) {
+    EXPECT_LE(max_relative_error((*got)[i].tensor(), (*want)[i].tensor()), 1e-4) << "output " << i;
+  }
+}
+
+TEST(OptimizerModels, BertToy) { check_model("/work/shared/models/bert_toy_optimized.onnx", 150); }
+TEST(OptimizerModels, TFBertForQuestionAnswering) {
+  check_model("/work/shared/models/TFBertForQuestionAnswering.onnx", 2400);
+}
+
+}  // namespace
+}  // namespace onyx::testing

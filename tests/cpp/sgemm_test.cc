@@ -1,0 +1,167 @@
+// The packed SGEMM against a naive reference loop: one sweep over M, N, K
+// (1, primes, and sizes around every tile and block edge), transposes,
+// alpha/beta, leading dimensions, packed and unpacked operands, the fused
+// epilogue and threads, run once for each microkernel ISA this CPU supports.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "providers/cpu/gemm/sgemm.h"
+
+namespace onyx {
+namespace {
+
+using cpu::GemmActivation;
+using cpu::GemmEpilogue;
+using cpu::SgemmIsa;
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// C = act(alpha * op(A) op(B) + beta * C + biases), in double.
+void reference_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                    const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmEpilogue& ep) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double sum = 0;
+      for (int64_t k = 0; k < K; ++k)
+        sum += double(ta ? A[k * lda + i] : A[i * lda + k]) * double(tb ? B[j * ldb + k] : B[k * ldb + j]);
+      double v = alpha * sum + (beta == 0.0f ? 0.0 : double(beta) * C[i * ldc + j]);
+      if (ep.row_bias != nullptr) v += ep.row_bias[i];
+      if (ep.col_bias != nullptr) v += ep.col_bias[j];
+      switch (ep.activation) {
+        case GemmActivation::kNone:
+          break;
+        case GemmActivation::kRelu:
+          v = std::max(v, 0.0);
+          break;
+        case GemmActivation::kClip:
+          v = std::min(std::max(v, double(ep.clip_min)), double(ep.clip_max));
+          break;
+        case GemmActivation::kLeakyRelu:
+          v = v >= 0 ? v : v * ep.leaky_alpha;
+          break;
+      }
+      C[i * ldc + j] = float(v);
+    }
+}
+
+enum class Path { kUnpacked, kPackedA, kPackedB };
+
+class SgemmSweep : public ::testing::TestWithParam<SgemmIsa> {};
+
+TEST_P(SgemmSweep, MatchesReferenceLoop) {
+  const SgemmIsa isa = GetParam();
+  // Tiles are up to 12 x 32, K blocks 256, row blocks up to 240: sizes sit on
+  // both sides of each edge, plus 1 and primes.
+  const std::vector<int64_t> ms = {1, 2, 5, 6, 7, 12, 13, 37, 97};
+  const std::vector<int64_t> ns = {1, 3, 8, 16, 17, 32, 33, 65, 101};
+  const std::vector<int64_t> ks = {1, 7, 256, 257, 521};
+  ThreadPool pool(3);
+  int case_index = 0;
+  auto run_case = [&](int64_t M, int64_t N, int64_t K) {
+    const bool ta = (case_index & 1) != 0, tb = (case_index & 2) != 0;
+    const float beta = (case_index % 3 == 0) ? 0.0f : (case_index % 3 == 1 ? 1.0f : -0.5f);
+    const float alpha = (case_index % 5 == 0) ? 1.5f : 1.0f;
+    const Path path = static_cast<Path>(case_index % 3 == 2 ? 0 : (case_index / 3) % 3);
+    ThreadPool* threads = (case_index / 2) % 2 == 0 ? &pool : nullptr;
+    const int which_epilogue = (case_index / 4) % 5;
+    ++case_index;
+    const int64_t lda = (ta ? M : K) + 1, ldb = (tb ? K : N) + 2, ldc = N + 3;
+    const auto A = random_floats(static_cast<size_t>((ta ? K : M) * lda), 1);
+    const auto B = random_floats(static_cast<size_t>((tb ? N : K) * ldb), 2);
+    const auto row_bias = random_floats(static_cast<size_t>(M), 4);
+    const auto col_bias = random_floats(static_cast<size_t>(N), 5);
+    GemmEpilogue ep;
+    if (which_epilogue == 1) {
+      ep.row_bias = row_bias.data();
+      ep.activation = GemmActivation::kRelu;
+    } else if (which_epilogue == 2) {
+      ep.col_bias = col_bias.data();
+      ep.activation = GemmActivation::kClip;
+      ep.clip_min = -0.5f;
+      ep.clip_max = 0.75f;
+    } else if (which_epilogue == 3) {
+      ep.row_bias = row_bias.data();
+      ep.col_bias = col_bias.data();
+      ep.activation = GemmActivation::kLeakyRelu;
+      ep.leaky_alpha = 0.125f;
+    }
+    auto C0 = random_floats(static_cast<size_t>(M * ldc), 3);
+    if (beta == 0.0f) std::fill(C0.begin(), C0.end(), NAN);  // beta 0 must ignore C
+    // Elements between rows (past N) must stay untouched.
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = N; j < ldc; ++j) C0[static_cast<size_t>(i * ldc + j)] = 42.0f;
+    auto want = C0, got = C0;
+    reference_gemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, want.data(), ldc, ep);
+    switch (path) {
+      case Path::kUnpacked:
+        cpu::sgemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, got.data(), ldc, threads, ep, isa);
+        break;
+      case Path::kPackedA: {
+        const auto packed = cpu::pack_a(ta, M, K, A.data(), lda, isa);
+        cpu::sgemm_packed_a(packed, tb, N, alpha, B.data(), ldb, beta, got.data(), ldc, threads, ep);
+        break;
+      }
+      case Path::kPackedB: {
+        const auto packed = cpu::pack_b(tb, K, N, B.data(), ldb, isa);
+        cpu::sgemm_packed_b(ta, M, alpha, A.data(), lda, packed, beta, got.data(), ldc, threads, ep);
+        break;
+      }
+    }
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < ldc; ++j) {
+        const float w = want[static_cast<size_t>(i * ldc + j)], g = got[static_cast<size_t>(i * ldc + j)];
+        ASSERT_NEAR(g, w, 2e-6f * (1 + std::fabs(w)) * std::sqrt(float(K)) * 4)
+            << cpu::sgemm_isa_name(isa) << " M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb
+            << " alpha=" << alpha << " beta=" << beta << " path=" << static_cast<int>(path)
+            << " threads=" << (threads != nullptr) << " epilogue=" << which_epilogue << " at " << i << "," << j;
+      }
+  };
+  for (int64_t M : ms)
+    for (int64_t N : ns)
+      for (int64_t K : ks) run_case(M, N, K);
+  // Several row blocks (the whole of B packed once) and several column tasks.
+  for (int t = 0; t < 6; ++t) {
+    run_case(301, 70, 300);
+    run_case(250, 129, 40);
+    run_case(2, 700, 33);
+  }
+}
+
+TEST_P(SgemmSweep, ZeroAlphaOrEmptyKScalesC) {
+  const SgemmIsa isa = GetParam();
+  std::vector<float> a(6, 1.0f), b(6, 1.0f), c(4, 2.0f);
+  cpu::sgemm(false, false, 2, 2, 3, 0.0f, a.data(), 3, b.data(), 2, 0.5f, c.data(), 2, nullptr, {}, isa);
+  for (float v : c) EXPECT_EQ(v, 1.0f);
+  std::fill(c.begin(), c.end(), NAN);
+  cpu::sgemm(false, false, 2, 2, 0, 1.0f, a.data(), 3, b.data(), 2, 0.0f, c.data(), 2, nullptr, {}, isa);
+  for (float v : c) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(Sgemm, PackedOperandRemembersItsKernel) {
+  for (SgemmIsa isa : cpu::available_sgemm_isas()) {
+    const auto packed = cpu::pack_b(false, 3, 5, random_floats(15, 1).data(), 5, isa);
+    EXPECT_EQ(packed.rows(), 3);
+    EXPECT_EQ(packed.cols(), 5);
+    EXPECT_EQ(std::string(packed.kernel_name()).rfind(cpu::sgemm_isa_name(isa), 0), 0u) << packed.kernel_name();
+  }
+  EXPECT_EQ(cpu::available_sgemm_isas().front(), SgemmIsa::kPortable);
+}
+
+INSTANTIATE_TEST_SUITE_P(EachIsa, SgemmSweep, ::testing::ValuesIn(cpu::available_sgemm_isas()),
+                         [](const ::testing::TestParamInfo<SgemmIsa>& info) {
+                           return std::string(cpu::sgemm_isa_name(info.param));
+                         });
+
+}  // namespace
+}  // namespace onyx
