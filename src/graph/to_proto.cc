@@ -2,6 +2,8 @@
 // result has none; everything else round-trips.
 #include "graph/to_proto.h"
 
+#include <functional>
+
 #include "model/tensor_proto.h"
 
 namespace onyx::graph {
@@ -144,6 +146,20 @@ model::ModelProto graph_to_model(const Graph& graph, const model::ModelProto& or
     }
   }
   m.graph = std::make_shared<model::GraphProto>(graph_to_proto(graph));
+  // Nodes the optimizer added may come from domains the model did not
+  // import (com.microsoft fused ops).
+  std::function<void(const Graph&)> import_domains = [&](const Graph& g) {
+    for (const Node& node : g.nodes) {
+      bool present = false;
+      for (const auto& have : m.opset_import) present = present || have.domain == node.domain;
+      if (!present) m.opset_import.push_back({node.domain, node.opset > 0 ? node.opset : 1});
+      for (const auto& [name, attr] : node.attributes) {
+        if (attr.g) import_domains(*attr.g);
+        for (const auto& sub : attr.graphs) import_domains(*sub);
+      }
+    }
+  };
+  import_domains(graph);
   return m;
 }
 

@@ -13,6 +13,7 @@
 #include "graph/to_proto.h"
 #include "model/reader.h"
 #include "model/writer.h"
+#include "optimizer/optimizer.h"
 #include "providers/execution_provider.h"
 #include "session/executor.h"
 #include "session/planner.h"
@@ -102,6 +103,22 @@ Status InferenceSession::Impl::init(const std::vector<std::string>& provider_nam
     for (const std::string& m : missing) list += "\n  " + m;
     return not_implemented("the model uses ", missing.size(),
                            " operator(s) onyx does not support (domain, op_type, version):", list);
+  }
+
+  optimizer::OptimizerOptions optimization;
+  optimization.level = options.graph_optimization_level;
+  optimization.disabled_optimizers = options.disabled_optimizers;
+#ifndef NDEBUG
+  optimization.verify_after_each_pass = true;
+#endif
+  for (const auto& p : providers) optimization.provider_names.push_back(p->name());
+  optimization.initializers_in_inputs_are_constant = inference.initializers_in_inputs_are_constant;
+  ONYX_ASSIGN_OR_RETURN(std::vector<optimizer::PassStatistics> stats, optimizer::optimize_graph(*graph, optimization));
+  if (options.log_severity_level <= 0) {
+    for (const auto& s : stats) {
+      std::fprintf(stderr, "onyx verbose: pass %s applied %d times, -%d/+%d nodes, %.3f ms\n", s.pass.c_str(), s.applied,
+                   s.nodes_removed, s.nodes_added, s.milliseconds);
+    }
   }
 
   const int threads = options.intra_op_num_threads > 0 ? options.intra_op_num_threads : ThreadPool::default_thread_count();

@@ -165,3 +165,110 @@ INSTANTIATE_TEST_SUITE_P(EachIsa, SgemmSweep, ::testing::ValuesIn(cpu::available
 
 }  // namespace
 }  // namespace onyx
+
+// ------------------------------------------------ Conv with packed weights
+// Conv packs a constant W at kernel creation (sgemm's pack_a); run it through
+// a session, where W is an initializer, against a direct convolution loop.
+
+#include "model_builder.h"
+#include "onyx/session.h"
+
+namespace onyx {
+namespace {
+
+void conv_with_constant_weights(int64_t c, int64_t m, int64_t h, int64_t w, int64_t kh, int64_t kw) {
+  const auto x = random_floats(static_cast<size_t>(2 * c * h * w), 11);
+  const auto weights = random_floats(static_cast<size_t>(m * c * kh * kw), 12);
+  const auto bias = random_floats(static_cast<size_t>(m), 13);
+  testing::ModelBuilder b(17);
+  b.input("x", {2, c, h, w}).initializer("w", {m, c, kh, kw}, weights).initializer("b", {m}, bias);
+  b.node("Conv", {"x", "w", "b"}, {"y"}, "conv").output("y");
+  auto session = InferenceSession::from_bytes(b.bytes());
+  auto out = session->run({}, {{"x", Value(Tensor::from_vector<float>(x, {2, c, h, w}))}});
+  const int64_t oh_n = h - kh + 1, ow_n = w - kw + 1;
+  ASSERT_EQ(out[0].tensor().shape(), (Shape{2, m, oh_n, ow_n}));
+  const float* y = out[0].tensor().data<float>();
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t o = 0; o < m; ++o)
+      for (int64_t oh = 0; oh < oh_n; ++oh)
+        for (int64_t ow = 0; ow < ow_n; ++ow) {
+          double sum = bias[static_cast<size_t>(o)];
+          for (int64_t ci = 0; ci < c; ++ci)
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j)
+                sum += double(x[static_cast<size_t>(((n * c + ci) * h + oh + i) * w + ow + j)]) *
+                       weights[static_cast<size_t>(((o * c + ci) * kh + i) * kw + j)];
+          const float got = y[((n * m + o) * oh_n + oh) * ow_n + ow];
+          ASSERT_NEAR(got, sum, 1e-4 * (1 + std::fabs(sum))) << "at " << n << "," << o << "," << oh << "," << ow;
+        }
+}
+
+TEST(SgemmInConv, ConstantWeightsArePackedOnce) {
+  conv_with_constant_weights(3, 8, 10, 12, 3, 3);    // im2col + GEMM
+  conv_with_constant_weights(20, 13, 9, 7, 1, 1);    // pointwise: GEMM on X
+  conv_with_constant_weights(5, 37, 40, 45, 5, 3);   // several column chunks
+}
+
+// ------------------------------------------------------------- fast_math.h
+
+}  // namespace
+}  // namespace onyx
+
+#include "providers/cpu/math/fast_math.h"
+
+namespace onyx {
+namespace {
+
+struct MathCase {
+  const char* name;
+  float (*scalar)(float);
+  void (*array)(const float*, float*, int64_t);
+  double (*reference)(double);
+  float lo, hi;
+};
+
+TEST(FastMath, MatchesLibmToAMillionth) {
+  const MathCase cases[] = {
+      {"exp", cpu::fast_exp, cpu::fast_exp_array, [](double v) { return std::exp(v); }, -87.0f, 88.0f},
+      {"sigmoid", cpu::fast_sigmoid, cpu::fast_sigmoid_array, [](double v) { return 1.0 / (1.0 + std::exp(-v)); },
+       -80.0f, 80.0f},
+      {"tanh", cpu::fast_tanh, cpu::fast_tanh_array, [](double v) { return std::tanh(v); }, -12.0f, 12.0f},
+      {"erf", cpu::fast_erf, cpu::fast_erf_array, [](double v) { return std::erf(v); }, -6.0f, 6.0f},
+      {"gelu", cpu::fast_gelu, cpu::fast_gelu_array,
+       [](double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); }, -1.4f, 12.0f},
+  };
+  for (const MathCase& m : cases) {
+    const int64_t n = 100003;  // not a multiple of the vector width: the scalar tail runs too
+    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = m.lo + (m.hi - m.lo) * float(i) / float(n - 1);
+    x[0] = 1e-6f;
+    x[1] = -3e-8f;
+    x[2] = 0.0f;
+    m.array(x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[static_cast<size_t>(i)];
+      const double want = m.reference(v);
+      const double tol = 1e-6 * std::fabs(want) + 1e-30;
+      ASSERT_LE(std::fabs(y[static_cast<size_t>(i)] - want), tol) << m.name << " array at " << v;
+      ASSERT_LE(std::fabs(m.scalar(v) - want), tol) << m.name << " scalar at " << v;
+    }
+    // Special values: NaN stays NaN; infinities give the limits.
+    const float specials[] = {NAN, INFINITY, -INFINITY};
+    float out[3];
+    m.array(specials, out, 3);
+    EXPECT_TRUE(std::isnan(out[0])) << m.name;
+    EXPECT_TRUE(std::isnan(m.scalar(NAN))) << m.name;
+  }
+  EXPECT_EQ(cpu::fast_exp(INFINITY), INFINITY);
+  EXPECT_EQ(cpu::fast_exp(-INFINITY), 0.0f);
+  EXPECT_EQ(cpu::fast_exp(100.0f), INFINITY);
+  EXPECT_EQ(cpu::fast_tanh(-INFINITY), -1.0f);
+  EXPECT_EQ(cpu::fast_sigmoid(-INFINITY), 0.0f);
+  EXPECT_EQ(cpu::fast_erf(INFINITY), 1.0f);
+  // GELU's far negative tail is tiny: absolute error there.
+  for (float v = -12.0f; v < -1.4f; v += 0.01f)
+    EXPECT_NEAR(cpu::fast_gelu(v), 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))), 1e-8) << v;
+}
+
+}  // namespace
+}  // namespace onyx

@@ -281,6 +281,10 @@ struct RMSNormalizationKernel final : AxisNormalizationKernel {
   explicit RMSNormalizationKernel(const KernelInfo& info) : AxisNormalizationKernel(info, true) {}
 };
 
+// Before opset 17 LayerNormalization is not in the ONNX spec; the optimizer
+// still fuses it into older models (onnxruntime accepts it there too), with
+// the opset-17 semantics.
+ONYX_REGISTER_CPU_KERNEL("", "LayerNormalization", 1, 16, types::floats(), LayerNormalizationKernel);
 ONYX_REGISTER_CPU_KERNEL("", "LayerNormalization", 17, kLatestVersion, types::floats(), LayerNormalizationKernel);
 ONYX_REGISTER_CPU_KERNEL("", "RMSNormalization", 23, kLatestVersion, types::floats(), RMSNormalizationKernel);
 
