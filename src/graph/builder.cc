@@ -7,6 +7,8 @@
 #include <queue>
 #include <unordered_set>
 
+#include "graph/schema.h"
+#include "model/reader.h"
 #include "model/tensor_proto.h"
 
 namespace onyx::graph {
@@ -192,14 +194,69 @@ class Builder {
   Status expand(const NodeProto& node, const OpsetMap* opsets, int depth, std::vector<FlatNode>& out) {
     auto it = functions_.find({canonical_domain(node.domain), node.op_type});
     if (it == functions_.end()) {
-      out.push_back({node, opsets});
-      return Status::ok();
+      ONYX_ASSIGN_OR_RETURN(const FunctionProto* body, schema_function(node, *opsets));
+      if (body == nullptr) {
+        out.push_back({node, opsets});
+        return Status::ok();
+      }
+      return expand_call(node, *body, depth, out);
     }
+    return expand_call(node, *it->second, depth, out);
+  }
+
+  // The function body from the ONNX schema table for a node that must run
+  // through it, with the schema's attribute defaults; nullptr for none.
+  Result<const FunctionProto*> schema_function(const NodeProto& node, const OpsetMap& opsets) {
+    if (!limits_.expand_schema_function) return nullptr;
+    const std::string domain = canonical_domain(node.domain);
+    auto opset = opsets.find(domain);
+    if (opset == opsets.end()) return nullptr;
+    const OpSchema* schema = find_schema(domain, node.op_type, static_cast<int>(opset->second));
+    if (schema == nullptr) return nullptr;
+    const FunctionBody* body = schema->function_body(static_cast<int>(opset->second));
+    if (body == nullptr || !limits_.expand_schema_function(domain, node.op_type, schema->since_version)) return nullptr;
+    auto cached = schema_functions_.find(body);
+    if (cached != schema_functions_.end()) return cached->second.get();
+    ONYX_ASSIGN_OR_RETURN(FunctionProto fn, model::read_function_proto(body->data()));
+    if (fn.opset_import.empty()) fn.opset_import.push_back({domain, opset->second});
+    // Attributes the caller may omit take the schema's defaults.
+    for (int i = 0; i < schema->attribute_count; ++i) {
+      const AttributeSchema& a = schema->attributes[i];
+      if (!a.has_default) continue;
+      AttributeProto d;
+      d.name = a.name;
+      switch (a.type) {
+        case AttributeType::kInt: d.type = AttributeProto::INT; d.i = a.default_int; break;
+        case AttributeType::kFloat: d.type = AttributeProto::FLOAT; d.f = a.default_float; break;
+        case AttributeType::kString: d.type = AttributeProto::STRING; d.s = a.default_string ? a.default_string : ""; break;
+        case AttributeType::kInts:
+          d.type = AttributeProto::INTS;
+          d.ints.assign(a.default_ints, a.default_ints + a.default_ints_count);
+          break;
+        case AttributeType::kFloats:
+          d.type = AttributeProto::FLOATS;
+          d.floats.assign(a.default_floats, a.default_floats + a.default_floats_count);
+          break;
+        case AttributeType::kStrings:
+          d.type = AttributeProto::STRINGS;
+          for (int k = 0; k < a.default_strings_count; ++k) d.strings.emplace_back(a.default_strings[k]);
+          break;
+        default: continue;
+      }
+      fn.attribute_proto.push_back(std::move(d));
+    }
+    auto owned = std::make_unique<FunctionProto>(std::move(fn));
+    const FunctionProto* result = owned.get();
+    function_opsets_.emplace(result, opset_map(result->opset_import));
+    schema_functions_.emplace(body, std::move(owned));
+    return result;
+  }
+
+  Status expand_call(const NodeProto& node, const FunctionProto& fn, int depth, std::vector<FlatNode>& out) {
     if (depth >= limits_.max_function_depth) {
       return invalid_model("function '", node.op_type, "' calls functions more than ", limits_.max_function_depth,
                            " deep (recursive?)");
     }
-    const FunctionProto& fn = *it->second;
     const std::string prefix = "_" + fn.name + "_" + std::to_string(++call_counter_) + "/";
     std::map<std::string, std::string> rename;
     for (size_t i = 0; i < fn.input.size(); ++i) rename[fn.input[i]] = i < node.input.size() ? node.input[i] : "";
@@ -214,25 +271,43 @@ class Builder {
     for (const auto& a : fn.attribute_proto) caller_attrs.emplace(a.name, &a);  // defaults
 
     const OpsetMap* body_opsets = &function_opsets_.at(&fn);
-    for (const NodeProto& body_node : fn.node) {
-      NodeProto copy = body_node;
-      for (auto& in : copy.input) in = map_name(in);
-      for (auto& o : copy.output) o = map_name(o);
-      if (!copy.name.empty()) copy.name = prefix + copy.name;
+    // Renames values and binds attribute references in a body node and, the
+    // same way, in every subgraph it holds (their names live in the body's scope).
+    std::function<Status(NodeProto&)> rewrite = [&](NodeProto& n) -> Status {
+      for (auto& in : n.input) in = map_name(in);
+      for (auto& o : n.output) o = map_name(o);
+      if (!n.name.empty()) n.name = prefix + n.name;
       std::vector<AttributeProto> attrs;
-      for (auto& a : copy.attribute) {
-        if (a.ref_attr_name.empty()) {
-          attrs.push_back(a);
+      for (auto& a : n.attribute) {
+        if (!a.ref_attr_name.empty()) {
+          auto bound = caller_attrs.find(a.ref_attr_name);
+          if (bound == caller_attrs.end()) continue;  // optional attribute not given: omitted
+          AttributeProto resolved = *bound->second;
+          resolved.name = a.name;
+          resolved.ref_attr_name.clear();
+          attrs.push_back(std::move(resolved));
           continue;
         }
-        auto bound = caller_attrs.find(a.ref_attr_name);
-        if (bound == caller_attrs.end()) continue;  // optional attribute not given: omitted
-        AttributeProto resolved = *bound->second;
-        resolved.name = a.name;
-        resolved.ref_attr_name.clear();
-        attrs.push_back(std::move(resolved));
+        auto rewrite_graph = [&](std::shared_ptr<GraphProto>& g) -> Status {
+          if (!g) return Status::ok();
+          g = std::make_shared<GraphProto>(*g);
+          for (auto& v : g->input) v.name = map_name(v.name);
+          for (auto& v : g->output) v.name = map_name(v.name);
+          for (auto& v : g->value_info) v.name = map_name(v.name);
+          for (auto& t : g->initializer) t.name = map_name(t.name);
+          for (NodeProto& sub : g->node) ONYX_RETURN_IF_ERROR(rewrite(sub));
+          return Status::ok();
+        };
+        ONYX_RETURN_IF_ERROR(rewrite_graph(a.g));
+        for (auto& g : a.graphs) ONYX_RETURN_IF_ERROR(rewrite_graph(g));
+        attrs.push_back(a);
       }
-      copy.attribute = std::move(attrs);
+      n.attribute = std::move(attrs);
+      return Status::ok();
+    };
+    for (const NodeProto& body_node : fn.node) {
+      NodeProto copy = body_node;
+      ONYX_RETURN_IF_ERROR(rewrite(copy));
       ONYX_RETURN_IF_ERROR(expand(copy, body_opsets, depth + 1, out));
     }
     return Status::ok();
@@ -313,6 +388,7 @@ class Builder {
   OpsetMap model_opsets_;
   std::map<std::pair<std::string, std::string>, const FunctionProto*> functions_;
   std::map<const FunctionProto*, OpsetMap> function_opsets_;
+  std::map<const FunctionBody*, std::unique_ptr<FunctionProto>> schema_functions_;
   int call_counter_ = 0;
 };
 

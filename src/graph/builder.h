@@ -4,6 +4,7 @@
 // value produced twice) reported with the node's name.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,6 +18,11 @@ namespace onyx::graph {
 struct BuildLimits {
   int max_nesting_depth = 32;    // subgraphs within subgraphs
   int max_function_depth = 32;   // functions calling functions
+  // Called for a node that is not a model-local function call, with its
+  // canonical domain, op type and resolved schema version: true when it must
+  // run through its ONNX function body (the schema's), because no kernel
+  // serves it. Unset: no schema function is expanded.
+  std::function<bool(const std::string& domain, const std::string& op_type, int version)> expand_schema_function;
 };
 
 // The model's opset imports, with "ai.onnx" folded into "".

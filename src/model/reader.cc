@@ -901,6 +901,12 @@ Result<TensorProto> read_tensor_proto(std::string_view bytes) {
   return decode<TensorProto>(view, std::move(owned), ReaderLimits{});
 }
 
+Result<FunctionProto> read_function_proto(std::string_view bytes) {
+  auto owned = own_bytes(bytes);
+  const std::string_view view = *owned;
+  return decode<FunctionProto>(view, std::move(owned), ReaderLimits{});
+}
+
 Result<TypeProto> read_type_proto(std::string_view bytes) {
   auto owned = own_bytes(bytes);
   const std::string_view view = *owned;

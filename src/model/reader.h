@@ -27,6 +27,8 @@ Result<ModelProto> read_model_bytes(std::string_view bytes, const std::string& b
 // Decoders for single messages (test data: input_0.pb is a TensorProto).
 Result<TensorProto> read_tensor_proto(std::string_view bytes);
 Result<TypeProto> read_type_proto(std::string_view bytes);
+// The ONNX schema table's function bodies are serialized FunctionProtos.
+Result<FunctionProto> read_function_proto(std::string_view bytes);
 
 // ONNX SequenceProto / OptionalProto / MapProto as used by the backend test data.
 struct SequenceProto;

@@ -68,16 +68,6 @@ std::string shape_description(const ValueMetadata& m) {
 }  // namespace
 
 Status InferenceSession::Impl::init(const std::vector<std::string>& provider_names) {
-  opsets = graph::opset_map(model.opset_import);
-  ONYX_ASSIGN_OR_RETURN(graph, graph::build_graph(model));
-  ONYX_RETURN_IF_ERROR(training::expand_gradient_nodes(*graph));
-  ONYX_RETURN_IF_ERROR(session::resolve_versions(*graph));
-  graph::InferenceOptions inference;
-  // Before IR version 4 every initializer was also listed as an input, and
-  // was a constant all the same.
-  inference.initializers_in_inputs_are_constant = model.ir_version < 4;
-  ONYX_RETURN_IF_ERROR(graph::infer_shapes(*graph, inference));
-
   // Providers in the order given; CPU is always the last resort. Names this
   // build lacks are skipped with a warning, as scripts often list CUDA first.
   bool has_cpu = false;
@@ -96,6 +86,29 @@ Status InferenceSession::Impl::init(const std::vector<std::string>& provider_nam
   if (!has_cpu) providers.push_back(make_cpu_provider());
   std::vector<const ExecutionProvider*> provider_list;
   for (const auto& p : providers) provider_list.push_back(p.get());
+
+  opsets = graph::opset_map(model.opset_import);
+  // An op with no kernel whose ONNX schema defines it as a function runs
+  // through that function's body. The config entry onyx.prefer_function_bodies=1
+  // expands every such op, kernel or not (to check kernels against bodies).
+  graph::BuildLimits limits;
+  auto prefer = options.config_entries.find("onyx.prefer_function_bodies");
+  const bool prefer_bodies = prefer != options.config_entries.end() && prefer->second == "1";
+  limits.expand_schema_function = [&](const std::string& domain, const std::string& op_type, int version) {
+    if (prefer_bodies) return true;
+    for (const ExecutionProvider* p : provider_list) {
+      if (p->kernels().find(domain, op_type, version) != nullptr) return false;
+    }
+    return true;
+  };
+  ONYX_ASSIGN_OR_RETURN(graph, graph::build_graph(model, limits));
+  ONYX_RETURN_IF_ERROR(training::expand_gradient_nodes(*graph));
+  ONYX_RETURN_IF_ERROR(session::resolve_versions(*graph));
+  graph::InferenceOptions inference;
+  // Before IR version 4 every initializer was also listed as an input, and
+  // was a constant all the same.
+  inference.initializers_in_inputs_are_constant = model.ir_version < 4;
+  ONYX_RETURN_IF_ERROR(graph::infer_shapes(*graph, inference));
 
   std::vector<std::string> missing = session::unsupported_ops(*graph, provider_list);
   if (!missing.empty()) {

@@ -150,7 +150,9 @@ class AttentionKernel final : public Kernel {
               case MaskKind::kRaw3D: masked = pm[(b * seq + i) * kv_len + j] == 0; break;
             }
             if (masked) s += mask_filter_value_;
-            if (unidirectional_ && j > past_len + i) s += mask_filter_value_;
+            // onnxruntime excludes future keys outright (not by mask_filter_value), so a
+            // row whose past keys are all padded still attends to them only.
+            if (unidirectional_ && j > past_len + i) s = -INFINITY;
             if (attn_bias) s += attn_bias->data<float>()[(((attn_bias->dim(0) == 1 ? 0 : b) * heads + h) * seq + i) * kv_len + j];
             scores[static_cast<size_t>(j)] = s;
             peak = std::max(peak, s);

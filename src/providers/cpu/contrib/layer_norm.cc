@@ -40,10 +40,12 @@ class NormKernel final : public Kernel {
     const Tensor* gamma = ctx.input_tensor(kSkip ? 2 : 1);
     const Tensor* beta = (kSkip && !kSimplified) ? ctx.input_tensor(3) : nullptr;
     const Tensor* bias = kSkip ? ctx.input_tensor(kSimplified ? 3 : 4) : nullptr;
-    if (kSkip && (skip == nullptr || skip->dtype() != x->dtype() || (skip->size() != x->size() && skip->size() != cols) ||
-                  (skip->size() != x->size() && x->size() % skip->size() != 0))) {
+    // skip is (batch, seq, hidden), or (1, seq, hidden) / (seq, hidden) shared by every batch:
+    // a whole number of rows that divides the input, repeated over it.
+    if (kSkip && (skip == nullptr || skip->dtype() != x->dtype() || skip->rank() == 0 || skip->dim(skip->rank() - 1) != cols ||
+                  (x->size() != 0 && (skip->size() == 0 || x->size() % skip->size() != 0)))) {
       return invalid_argument(ctx.label(), ": input skip is ", skip ? skip->describe() : std::string("missing"),
-                              ", expected the shape of input ", x->describe());
+                              ", expected the shape of input ", x->describe(), " or its last two dims");
     }
     auto check_vec = [&](const Tensor* t, const char* name) -> Status {
       if (t != nullptr && (t->dtype() != x->dtype() || t->size() != cols)) {
