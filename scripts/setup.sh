@@ -11,6 +11,12 @@ command -v g++ >/dev/null || need_apt+=(g++)
 command -v ccache >/dev/null || need_apt+=(ccache)
 [ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
 command -v python3 >/dev/null || need_apt+=(python3 python3-dev python3-pip python3-venv)
+# The Python extension needs Python.h; pip may be missing from a bare python3.
+if command -v python3 >/dev/null; then
+  python3 -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' ||
+    need_apt+=(python3-dev)
+  python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+fi
 # Image codecs for ImageDecoder (optional: without them onyx still builds, and
 # the op reports the missing format). Headers may sit in a multiarch folder.
 have_header() { compgen -G "/usr/include/$1" >/dev/null || compgen -G "/usr/include/*/$1" >/dev/null; }
@@ -31,13 +37,17 @@ python_packages=(numpy onnx onnxruntime nanobind scikit-build-core pytest scikit
 missing=()
 for p in "${python_packages[@]}"; do
   module=${p//-/_}
-  [ "$module" = scikit_build_core ] && module=scikit_build_core
+  [ "$module" = scikit_learn ] && module=sklearn
   python3 -c "import $module" 2>/dev/null || missing+=("$p")
 done
+# Debian's own python3 refuses system-wide pip installs (PEP 668). On such a
+# python, let pip install for this user's development machine, so that the
+# README's `pip install .` works too; a pyenv or venv python needs nothing.
+if python3 -c 'import sys, sysconfig, os; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["stdlib"], "EXTERNALLY-MANAGED")))' 2>/dev/null &&
+   [ -z "${VIRTUAL_ENV:-}" ]; then
+  python3 -m pip config --user set global.break-system-packages true >/dev/null
+fi
 if [ ${#missing[@]} -gt 0 ]; then
-  # Debian's own python3 refuses system-wide pip installs (PEP 668); a
-  # user-managed python (pyenv, venv) accepts them.
-  python3 -m pip install -q "${missing[@]}" 2>/dev/null ||
-    python3 -m pip install -q --break-system-packages "${missing[@]}"
+  python3 -m pip install -q "${missing[@]}"
 fi
 echo "onyx setup: build tools and Python packages are in place"

@@ -176,16 +176,34 @@ INSTANTIATE_TEST_SUITE_P(EachIsa, SgemmSweep, ::testing::ValuesIn(cpu::available
 namespace onyx {
 namespace {
 
-void conv_with_constant_weights(int64_t c, int64_t m, int64_t h, int64_t w, int64_t kh, int64_t kw) {
+// Conv of x (2 x c x h x w) with `group` groups, square stride and padding
+// `pad` on every side.
+void conv_with_constant_weights(int64_t c, int64_t m, int64_t h, int64_t w, int64_t kh, int64_t kw,
+                                int64_t group = 1, int64_t stride = 1, int64_t pad = 0) {
+  const int64_t cg = c / group, mg = m / group;
   const auto x = random_floats(static_cast<size_t>(2 * c * h * w), 11);
-  const auto weights = random_floats(static_cast<size_t>(m * c * kh * kw), 12);
+  const auto weights = random_floats(static_cast<size_t>(m * cg * kh * kw), 12);
   const auto bias = random_floats(static_cast<size_t>(m), 13);
   testing::ModelBuilder b(17);
-  b.input("x", {2, c, h, w}).initializer("w", {m, c, kh, kw}, weights).initializer("b", {m}, bias);
+  b.input("x", {2, c, h, w}).initializer("w", {m, cg, kh, kw}, weights).initializer("b", {m}, bias);
   b.node("Conv", {"x", "w", "b"}, {"y"}, "conv").output("y");
+  auto add_ints = [&](const char* name, std::vector<int64_t> values) {
+    model::AttributeProto a;
+    a.name = name;
+    a.type = model::AttributeProto::INTS;
+    a.ints = std::move(values);
+    b.proto().graph->node.back().attribute.push_back(a);
+  };
+  add_ints("strides", {stride, stride});
+  add_ints("pads", {pad, pad, pad, pad});
+  model::AttributeProto g;
+  g.name = "group";
+  g.type = model::AttributeProto::INT;
+  g.i = group;
+  b.proto().graph->node.back().attribute.push_back(g);
   auto session = InferenceSession::from_bytes(b.bytes());
   auto out = session->run({}, {{"x", Value(Tensor::from_vector<float>(x, {2, c, h, w}))}});
-  const int64_t oh_n = h - kh + 1, ow_n = w - kw + 1;
+  const int64_t oh_n = (h + 2 * pad - kh) / stride + 1, ow_n = (w + 2 * pad - kw) / stride + 1;
   ASSERT_EQ(out[0].tensor().shape(), (Shape{2, m, oh_n, ow_n}));
   const float* y = out[0].tensor().data<float>();
   for (int64_t n = 0; n < 2; ++n)
@@ -193,11 +211,15 @@ void conv_with_constant_weights(int64_t c, int64_t m, int64_t h, int64_t w, int6
       for (int64_t oh = 0; oh < oh_n; ++oh)
         for (int64_t ow = 0; ow < ow_n; ++ow) {
           double sum = bias[static_cast<size_t>(o)];
-          for (int64_t ci = 0; ci < c; ++ci)
+          const int64_t g0 = o / mg;
+          for (int64_t ci = 0; ci < cg; ++ci)
             for (int64_t i = 0; i < kh; ++i)
-              for (int64_t j = 0; j < kw; ++j)
-                sum += double(x[static_cast<size_t>(((n * c + ci) * h + oh + i) * w + ow + j)]) *
-                       weights[static_cast<size_t>(((o * c + ci) * kh + i) * kw + j)];
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t ih = oh * stride - pad + i, iw = ow * stride - pad + j;
+                if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+                sum += double(x[static_cast<size_t>(((n * c + g0 * cg + ci) * h + ih) * w + iw)]) *
+                       weights[static_cast<size_t>(((o * cg + ci) * kh + i) * kw + j)];
+              }
           const float got = y[((n * m + o) * oh_n + oh) * ow_n + ow];
           ASSERT_NEAR(got, sum, 1e-4 * (1 + std::fabs(sum))) << "at " << n << "," << o << "," << oh << "," << ow;
         }
@@ -207,6 +229,12 @@ TEST(SgemmInConv, ConstantWeightsArePackedOnce) {
   conv_with_constant_weights(3, 8, 10, 12, 3, 3);    // im2col + GEMM
   conv_with_constant_weights(20, 13, 9, 7, 1, 1);    // pointwise: GEMM on X
   conv_with_constant_weights(5, 37, 40, 45, 5, 3);   // several column chunks
+  conv_with_constant_weights(6, 12, 11, 10, 3, 3, 3, 2, 1);  // grouped, strided, padded
+  for (int64_t stride : {1, 2})                               // depthwise 3x3 and 5x5
+    for (int64_t pad : {0, 1, 2}) {
+      conv_with_constant_weights(7, 7, 12, 17, 3, 3, 7, stride, pad);
+      conv_with_constant_weights(4, 4, 9, 8, 5, 5, 4, stride, pad);
+    }
 }
 
 // ------------------------------------------------------------- fast_math.h

@@ -62,10 +62,10 @@ def rand(rng, *shape, dtype=np.float32, scale=1.0):
 # ---------------------------------------------------------------- activations
 
 @pytest.mark.parametrize("shape", [(7,), (2, 3, 16), (1, 5, 33)])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_gelu(shape, dtype):
+def test_gelu(shape):
+    # onnxruntime's CPU Gelu is float-only (its double form needs an Erf(double) it lacks).
     rng = np.random.default_rng(1)
-    check("Gelu", [rand(rng, *shape, dtype=dtype, scale=3)])
+    check("Gelu", [rand(rng, *shape, scale=3)])
 
 
 @pytest.mark.parametrize("with_bias", [False, True])
@@ -150,7 +150,7 @@ def test_fused_matmul_trans_batch(a_shape, b_shape, tba, tbb, ta, tb):
 
 @pytest.mark.parametrize("activation,params", [
     ("Relu", None), ("Sigmoid", None), ("Tanh", None), ("LeakyRelu", [0.2]),
-    ("HardSigmoid", [0.3, 0.4]), ("Clip", [-0.5, 0.5]), ("", None)])
+    ("HardSigmoid", [0.3, 0.4]), ("Clip", [-0.5, 0.5])])
 def test_fused_conv(activation, params):
     rng = np.random.default_rng(10)
     attrs = {"activation": activation, "pads": [1, 1, 1, 1], "strides": [1, 2], "kernel_shape": [3, 3]}
@@ -168,7 +168,7 @@ def test_fused_conv_sum_input():
 
 @pytest.mark.parametrize("activation,attrs", [
     ("Relu", {}), ("LeakyRelu", {"activation_alpha": 0.1}), ("Tanh", {}), ("Sigmoid", {}),
-    ("HardSigmoid", {"activation_alpha": 0.3, "activation_beta": 0.6}), ("", {})])
+    ("HardSigmoid", {"activation_alpha": 0.3, "activation_beta": 0.6})])
 @pytest.mark.parametrize("trans", [(0, 0), (1, 1)])
 def test_fused_gemm(activation, attrs, trans):
     rng = np.random.default_rng(12)

@@ -1,6 +1,8 @@
 // com.microsoft FusedMatMul: alpha * op(A) @ op(B) with numpy batch broadcasting,
-// where op transposes the last two dims when transA / transB is set.
+// where op transposes the last two dims when transA / transB is set and moves
+// dim 0 among the matrix dims when transBatchA / transBatchB is set.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "providers/cpu/dispatch.h"
@@ -14,11 +16,9 @@ class FusedMatMulKernel final : public Kernel {
   explicit FusedMatMulKernel(const KernelInfo& info)
       : alpha_(info.attr_float("alpha", 1.0f)),
         trans_a_(info.attr_int("transA", 0) != 0),
-        trans_b_(info.attr_int("transB", 0) != 0) {
-    if (info.attr_int("transBatchA", 0) != 0 || info.attr_int("transBatchB", 0) != 0) {
-      throw Error(not_implemented(info.label(), ": transBatchA/transBatchB are not supported"));
-    }
-  }
+        trans_b_(info.attr_int("transB", 0) != 0),
+        trans_batch_a_(info.attr_int("transBatchA", 0) != 0),
+        trans_batch_b_(info.attr_int("transBatchB", 0) != 0) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor* a = ctx.input_tensor(0);
@@ -28,15 +28,30 @@ class FusedMatMulKernel final : public Kernel {
       return invalid_argument(ctx.label(), ": input B has type ", dtype_name(b->dtype()), ", expected ", dtype_name(a->dtype()));
     }
     if (a->rank() == 0 || b->rank() == 0) return invalid_argument(ctx.label(), ": inputs A and B must have rank >= 1");
+    // transBatchA/B move dim 0 in among the two matrix dims (after the other batch
+    // dims, before or after the last dim as transA/B says): materialize that
+    // permutation once, then multiply plainly.
+    Tensor permuted_a, permuted_b;
+    bool trans_a = trans_a_, trans_b = trans_b_;
+    if (trans_batch_a_ && a->rank() >= 2) {
+      ONYX_ASSIGN_OR_RETURN(permuted_a, move_first_dim(ctx, *a, trans_a));
+      a = &permuted_a;
+      trans_a = false;
+    }
+    if (trans_batch_b_ && b->rank() >= 2) {
+      ONYX_ASSIGN_OR_RETURN(permuted_b, move_first_dim(ctx, *b, trans_b));
+      b = &permuted_b;
+      trans_b = false;
+    }
     // Promote 1-D operands as numpy matmul does, dropping the added dim after.
     Shape sa = a->shape(), sb = b->shape();
     const bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
     if (a_vec) sa.insert(sa.begin(), 1);
     if (b_vec) sb.push_back(1);
-    const int64_t m = trans_a_ && !a_vec ? sa[sa.size() - 1] : sa[sa.size() - 2];
-    const int64_t k = trans_a_ && !a_vec ? sa[sa.size() - 2] : sa[sa.size() - 1];
-    const int64_t kb = trans_b_ && !b_vec ? sb[sb.size() - 1] : sb[sb.size() - 2];
-    const int64_t n = trans_b_ && !b_vec ? sb[sb.size() - 2] : sb[sb.size() - 1];
+    const int64_t m = trans_a && !a_vec ? sa[sa.size() - 1] : sa[sa.size() - 2];
+    const int64_t k = trans_a && !a_vec ? sa[sa.size() - 2] : sa[sa.size() - 1];
+    const int64_t kb = trans_b && !b_vec ? sb[sb.size() - 1] : sb[sb.size() - 2];
+    const int64_t n = trans_b && !b_vec ? sb[sb.size() - 2] : sb[sb.size() - 1];
     if (k != kb) {
       return invalid_argument(ctx.label(), ": A is ", a->describe(), " and B is ", b->describe(), ": inner dims ", k, " and ", kb, " differ");
     }
@@ -84,7 +99,7 @@ class FusedMatMulKernel final : public Kernel {
       const T* pa = a->data<T>();
       const T* pb = b->data<T>();
       T* py = y.data<T>();
-      const bool ta = trans_a_ && !a_vec, tb = trans_b_ && !b_vec;
+      const bool ta = trans_a && !a_vec, tb = trans_b && !b_vec;
       parallel_for(ctx.thread_pool(), batches * m, static_cast<double>(k * n * 2), [&](int64_t begin, int64_t end) {
         std::vector<float> arow(static_cast<size_t>(k)), acc(static_cast<size_t>(n));
         for (int64_t row = begin; row < end; ++row) {
@@ -118,9 +133,45 @@ class FusedMatMulKernel final : public Kernel {
     return status;
   }
 
+  // t permuted by [1, ..., r-2, 0, r-1], or [1, ..., r-2, r-1, 0] when `last` is set.
+  static Result<Tensor> move_first_dim(KernelContext& ctx, const Tensor& t, bool last) {
+    const int64_t rank = t.rank();
+    std::vector<int64_t> perm;
+    for (int64_t d = 1; d < rank - 1; ++d) perm.push_back(d);
+    if (last) {
+      perm.push_back(rank - 1);
+      perm.push_back(0);
+    } else {
+      perm.push_back(0);
+      perm.push_back(rank - 1);
+    }
+    Shape out_shape(static_cast<size_t>(rank));
+    for (int64_t d = 0; d < rank; ++d) out_shape[static_cast<size_t>(d)] = t.dim(perm[static_cast<size_t>(d)]);
+    // Strides of the input, read in output order.
+    std::vector<int64_t> in_strides(static_cast<size_t>(rank), 1), strides(static_cast<size_t>(rank));
+    for (int64_t d = rank - 1; d > 0; --d) in_strides[static_cast<size_t>(d - 1)] = in_strides[static_cast<size_t>(d)] * t.dim(d);
+    for (int64_t d = 0; d < rank; ++d) strides[static_cast<size_t>(d)] = in_strides[static_cast<size_t>(perm[static_cast<size_t>(d)])];
+    ONYX_ASSIGN_OR_RETURN(Tensor out, Tensor::create(t.dtype(), out_shape, ctx.allocator()));
+    const size_t elem = dtype_size(t.dtype());
+    const char* src = static_cast<const char*>(t.raw_data());
+    char* dst = static_cast<char*>(out.raw_data());
+    std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+    const int64_t total = t.size();
+    for (int64_t i = 0; i < total; ++i) {
+      int64_t offset = 0;
+      for (int64_t d = 0; d < rank; ++d) offset += index[static_cast<size_t>(d)] * strides[static_cast<size_t>(d)];
+      std::memcpy(dst + static_cast<size_t>(i) * elem, src + static_cast<size_t>(offset) * elem, elem);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++index[static_cast<size_t>(d)] < out_shape[static_cast<size_t>(d)]) break;
+        index[static_cast<size_t>(d)] = 0;
+      }
+    }
+    return out;
+  }
+
  private:
   float alpha_;
-  bool trans_a_, trans_b_;
+  bool trans_a_, trans_b_, trans_batch_a_, trans_batch_b_;
 };
 
 ONYX_REGISTER_CPU_KERNEL("com.microsoft", "FusedMatMul", 1, kLatestVersion, types::floats(), FusedMatMulKernel);
