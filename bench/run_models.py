@@ -194,19 +194,20 @@ def run_series(args, engine: str, level: str, model: Path, inputs: Path, threads
     return res
 
 
-def compare(ref_file: str, got_file: str) -> tuple[bool, float, str]:
-    """(all outputs within rtol/atol, max abs diff, first mismatch)."""
+def compare(ref_file: str, got_file: str) -> tuple[bool, float, float, str]:
+    """(all outputs within rtol/atol, max abs diff, max |reference|, first mismatch)."""
     ref = np.load(ref_file)
     got = np.load(got_file)
-    ok, worst, why = True, 0.0, ""
+    ok, worst, scale, why = True, 0.0, 0.0, ""
     for k in ref.files:
         a, b = ref[k], got[k] if k in got.files else None
         if b is None or a.shape != b.shape:
-            return False, math.inf, f"output {k}: shape {None if b is None else b.shape}, expected {a.shape}"
+            return False, math.inf, math.nan, f"output {k}: shape {None if b is None else b.shape}, expected {a.shape}"
         if a.dtype.kind in "fc":
             d = np.abs(a.astype(np.float64) - b.astype(np.float64))
             nan_mismatch = bool(np.any(np.isnan(a) != np.isnan(b)))
             m = float(np.nanmax(d)) if d.size else 0.0
+            scale = max(scale, float(np.nanmax(np.abs(a))) if a.size else 0.0)
             worst = max(worst, m)
             close = np.allclose(b, a, rtol=RTOL, atol=ATOL, equal_nan=True) and not nan_mismatch
         else:
@@ -215,7 +216,7 @@ def compare(ref_file: str, got_file: str) -> tuple[bool, float, str]:
                 worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))))
         if not close and ok:
             ok, why = False, f"output {k}"
-    return ok, worst, why
+    return ok, worst, scale, why
 
 
 def series_summary(rs: list[dict]) -> dict | None:
@@ -312,8 +313,8 @@ def render(args, rows: list[dict], meta: dict) -> str:
         + f"Outputs compared with rtol {RTOL:g}, atol {ATOL:g}, {a_name} as the reference."
     )
     L.append("")
-    L.append(f"| model | threads | {a_name} ms | {b_name} ms | ratio | create {a_name} s | create {b_name} s | RSS {a_name} MiB | RSS {b_name} MiB | max abs diff | match |")
-    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    L.append(f"| model | threads | {a_name} ms | {b_name} ms | ratio | create {a_name} s | create {b_name} s | RSS {a_name} MiB | RSS {b_name} MiB | max abs diff | max \\|ref\\| | match |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         a, b = r["a"], r["b"]
         ratio = f"{b['median_ms'] / a['median_ms']:.2f}" if a and b else "—"
@@ -323,7 +324,7 @@ def render(args, rows: list[dict], meta: dict) -> str:
             r["model"], str(r["threads"]), fmt_ms(a), fmt_ms(b), ratio,
             f"{a['create_s']:.2f}" if a else "—", f"{b['create_s']:.2f}" if b else "—",
             f"{a['maxrss_mib']:.0f}" if a else "—", f"{b['maxrss_mib']:.0f}" if b else "—",
-            diff, match,
+            diff, "—" if r.get("max_abs_ref") is None else f"{r['max_abs_ref']:.3g}", match,
         ]
         L.append("| " + " | ".join(cells) + " |")
     L.append("")
@@ -457,8 +458,9 @@ def main() -> int:
                         row["errors"].append((f"{engine}" + (f" {level}" if args.onyx_level == "disable" else ""), e))
                 ra, rb = got["a"][0], got["b"][0]
                 if ra.get("ok") and rb.get("ok"):
-                    ok, worst, why = compare(ra["outputs_file"], rb["outputs_file"])
-                    row["max_abs_diff"], row["match"] = worst, ("yes" if ok else f"**no** ({why})")
+                    ok, worst, scale, why = compare(ra["outputs_file"], rb["outputs_file"])
+                    row["max_abs_diff"], row["max_abs_ref"] = worst, scale
+                    row["match"] = "yes" if ok else f"**no** ({why})"
                     if not ok:
                         names = ra.get("output_names") or []
                         idx = int(why.split("o")[-1]) if why.startswith("output o") else None

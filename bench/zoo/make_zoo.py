@@ -78,12 +78,31 @@ def save_inputs(path: Path, names, tensors) -> None:
 # ---- the models -----------------------------------------------------------------------
 
 
+def randomize_batchnorm(model) -> None:
+    """Fresh BatchNorm layers are the identity in eval mode (mean 0, var 1, scale 1,
+    shift 0): that hides mistakes in BatchNorm folding, and MobileNetV2's logits
+    shrink to about 1e-9, too small for an output comparison to mean anything.
+    Seeded random statistics and affine parameters, as a trained model has."""
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                n = m.num_features
+                m.running_mean.copy_(torch.randn(n, generator=g) * 0.1)
+                m.running_var.copy_(torch.rand(n, generator=g) * 0.5 + 0.75)
+                m.weight.copy_(torch.rand(n, generator=g) * 0.5 + 0.75)
+                m.bias.copy_(torch.randn(n, generator=g) * 0.1)
+
+
 def make_torchvision(name: str, out: Path) -> str:
     import torch
     import torchvision
 
     ctor = {"resnet50": torchvision.models.resnet50, "mobilenet_v2": torchvision.models.mobilenet_v2}[name]
     model = ctor(weights=None).eval()
+    randomize_batchnorm(model)
     x = torch.randn(1, 3, 224, 224)
     save_inputs(out.with_suffix(".inputs.npz"), ["input"], [x])
     return export(model, (x,), out, ["input"], ["logits"])

@@ -31,7 +31,10 @@ def _model(op_type, inputs, n_outputs, attrs, domain="com.microsoft", out_types=
     graph_inputs = [helper.make_tensor_value_info(n, _ELEM[a.dtype], list(a.shape))
                     for n, a in zip(in_names, inputs) if a is not None]
     out_types = out_types or {}
-    graph_outputs = [helper.make_tensor_value_info(n, out_types.get(i, _ELEM[inputs[0].dtype]), None)
+    # Outputs default to the element type of the first float input.
+    floats = [a for a in inputs if a is not None and a.dtype.kind == "f"]
+    default_type = _ELEM[(floats[0] if floats else inputs[0]).dtype]
+    graph_outputs = [helper.make_tensor_value_info(n, out_types.get(i, default_type), None)
                      for i, n in enumerate(out_names) if n]
     graph = helper.make_graph([node], "contrib", graph_inputs, graph_outputs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
@@ -40,11 +43,16 @@ def _model(op_type, inputs, n_outputs, attrs, domain="com.microsoft", out_types=
     return model.SerializeToString(), feeds
 
 
-def check(op_type, inputs, n_outputs=1, attrs=None, domain="com.microsoft", out_types=None, rtol=1e-4, atol=1e-5):
+def check(op_type, inputs, n_outputs=1, attrs=None, domain="com.microsoft", out_types=None, rtol=1e-4, atol=1e-5,
+          onyx_inputs=None):
+    """onyx_inputs: the same values in a layout onnxruntime's CPU kernel lacks
+    (packed QKV, ...): onyx runs those, onnxruntime the plain `inputs`."""
     model, feeds = _model(op_type, inputs, n_outputs, attrs or {}, domain, out_types)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     expected = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"]).run(None, feeds)
+    if onyx_inputs is not None:
+        model, feeds = _model(op_type, onyx_inputs, n_outputs, attrs or {}, domain, out_types)
     actual = onyx.InferenceSession(model).run(None, feeds)
     assert len(actual) == len(expected)
     for i, (a, e) in enumerate(zip(actual, expected)):
@@ -221,3 +229,195 @@ def test_attention_qkv_hidden_sizes():
     check("Attention", [x, w, b], attrs={"num_heads": heads, "qkv_hidden_sizes": [8, 8, 12]})
     check("Attention", [x, w, None], attrs={"num_heads": heads, "qkv_hidden_sizes": [8, 8, 12],
                                             "mask_filter_value": -1e4})
+
+
+# ------------------------------------------------------- MultiHeadAttention
+
+def _mha_inputs(rng, batch=2, seq=3, kv_seq=4, heads=2, head=4, v_head=None, bias=True):
+    v_head = v_head or head
+    q = rand(rng, batch, seq, heads * head)
+    k = rand(rng, batch, kv_seq, heads * head)
+    v = rand(rng, batch, kv_seq, heads * v_head)
+    b = rand(rng, 2 * heads * head + heads * v_head) if bias else None
+    return q, k, v, b
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("seq,kv_seq", [(3, 3), (3, 5), (1, 4)])
+@pytest.mark.parametrize("unidirectional", [0, 1])
+def test_mha_separate(bias, seq, kv_seq, unidirectional):
+    rng = np.random.default_rng(20)
+    q, k, v, b = _mha_inputs(rng, seq=seq, kv_seq=kv_seq, bias=bias)
+    check("MultiHeadAttention", [q, k, v, b], 1, {"num_heads": 2, "unidirectional": unidirectional})
+
+
+def test_mha_v_head_size_and_scale():
+    rng = np.random.default_rng(21)
+    q, k, v, b = _mha_inputs(rng, heads=3, head=4, v_head=6)
+    check("MultiHeadAttention", [q, k, v, b], 1, {"num_heads": 3, "scale": 0.3})
+
+
+@pytest.mark.parametrize("mask", ["lengths", "lengths_3b2", "keys", "query_keys"])
+@pytest.mark.parametrize("mask_filter_value", [None, -30.0])
+def test_mha_key_padding_mask(mask, mask_filter_value):
+    rng = np.random.default_rng(22)
+    batch, seq, kv_seq = 2, 3, 5
+    q, k, v, b = _mha_inputs(rng, batch=batch, seq=seq, kv_seq=kv_seq)
+    if mask == "lengths":
+        m = np.array([3, 5], np.int32)
+    elif mask == "lengths_3b2":
+        m = np.array([2, 4, 0, 0, 0, 0, 0, 0], np.int32)
+    elif mask == "keys":
+        m = np.array([[1, 0, 1, 1, 0], [1, 1, 1, 1, 0]], np.int32)
+    else:
+        m = (rng.random((batch, seq, kv_seq)) > 0.4).astype(np.int32)
+        m[:, :, 0] = 1
+    attrs = {"num_heads": 2}
+    if mask_filter_value is not None:
+        attrs["mask_filter_value"] = mask_filter_value
+    check("MultiHeadAttention", [q, k, v, b, m], 1, attrs)
+
+
+@pytest.mark.parametrize("bias_shape", [(2, 2, 3, 4), (1, 1, 3, 4), (2, 1, 3, 4), (1, 2, 3, 4)])
+def test_mha_attention_bias(bias_shape):
+    rng = np.random.default_rng(23)
+    q, k, v, b = _mha_inputs(rng)
+    check("MultiHeadAttention", [q, k, v, b, None, rand(rng, *bias_shape)], 1, {"num_heads": 2})
+
+
+@pytest.mark.parametrize("unidirectional", [0, 1])
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_mha_past_present(unidirectional, with_mask):
+    rng = np.random.default_rng(24)
+    batch, seq, past, heads, head = 2, 3, 5, 2, 4
+    q, k, v, b = _mha_inputs(rng, batch=batch, seq=seq, kv_seq=seq, heads=heads, head=head)
+    pk, pv = rand(rng, batch, heads, past, head), rand(rng, batch, heads, past, head)
+    m = None
+    if with_mask:
+        m = np.ones((batch, past + seq), np.int32)
+        m[0, 1] = 0
+        m[1, 6] = 0
+    check("MultiHeadAttention", [q, k, v, b, m, None, pk, pv], 3, {"num_heads": heads, "unidirectional": unidirectional})
+
+
+def test_mha_qk_output():
+    rng = np.random.default_rng(25)
+    q, k, v, b = _mha_inputs(rng, seq=4, kv_seq=4)
+    m = np.array([[1, 1, 1, 0], [1, 1, 1, 1]], np.int32)
+    check("MultiHeadAttention", [q, k, v, b, m, rand(rng, 2, 2, 4, 4)], 4, {"num_heads": 2, "unidirectional": 1})
+    check("MultiHeadAttention", [q, k, v, b], [True, False, False, True], {"num_heads": 2, "scale": 0.5})
+
+
+def test_mha_kv_per_head():
+    """key/value given as [batch, heads, kv_seq, head_size] (cross attention): no bias on them."""
+    rng = np.random.default_rng(26)
+    q, _, _, b = _mha_inputs(rng)
+    k, v = rand(rng, 2, 2, 4, 4), rand(rng, 2, 2, 4, 4)
+    check("MultiHeadAttention", [q, k, v, b], 3, {"num_heads": 2})
+    check("MultiHeadAttention", [q, k, v, None, np.array([2, 4], np.int32)], 1, {"num_heads": 2})
+
+
+def _pack(q, k, v, heads, which):
+    batch, seq = q.shape[:2]
+    split = lambda x: x.reshape(x.shape[0], x.shape[1], heads, -1)
+    if which == "qkv":
+        return np.ascontiguousarray(np.stack([split(q), split(k), split(v)], axis=3))
+    return np.ascontiguousarray(np.stack([split(k), split(v)], axis=3))
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("unidirectional", [0, 1])
+def test_mha_packed_qkv(bias, unidirectional):
+    """onnxruntime's CPU kernel lacks packed QKV: it runs the same values unpacked."""
+    rng = np.random.default_rng(27)
+    q, k, v, b = _mha_inputs(rng, seq=4, kv_seq=4, bias=bias)
+    packed = _pack(q, k, v, 2, "qkv")
+    attrs = {"num_heads": 2, "unidirectional": unidirectional}
+    check("MultiHeadAttention", [q, k, v, b], 1, attrs, onyx_inputs=[packed, None, None, b])
+    pk, pv = rand(rng, 2, 2, 3, 4), rand(rng, 2, 2, 3, 4)
+    check("MultiHeadAttention", [q, k, v, b, None, None, pk, pv], 3, attrs,
+          onyx_inputs=[packed, None, None, b, None, None, pk, pv])
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_mha_packed_kv(bias):
+    rng = np.random.default_rng(28)
+    q, k, v, b = _mha_inputs(rng, seq=3, kv_seq=5, bias=bias)
+    packed = _pack(q, k, v, 2, "kv")
+    m = np.array([4, 5], np.int32)
+    check("MultiHeadAttention", [q, k, v, b, m], 1, {"num_heads": 2}, onyx_inputs=[q, packed, None, b, m])
+
+
+# ------------------------------------------------- EmbedLayerNormalization
+
+@pytest.mark.parametrize("segments", [False, True])
+@pytest.mark.parametrize("mask", [False, True])
+@pytest.mark.parametrize("position_ids", [None, "shared", "per_batch"])
+@pytest.mark.parametrize("outputs", [2, 3])
+def test_embed_layer_norm(segments, mask, position_ids, outputs):
+    rng = np.random.default_rng(30)
+    batch, seq, hidden, vocab, max_pos = 2, 5, 16, 11, 7
+    ids = rng.integers(0, vocab, (batch, seq)).astype(np.int32)
+    seg_ids = rng.integers(0, 2, (batch, seq)).astype(np.int32) if segments else None
+    seg_table = rand(rng, 2, hidden) if segments else None
+    m = np.array([[1, 1, 1, 0, 0], [1, 1, 0, 1, 1]], np.int32) if mask else None
+    pos = None
+    if position_ids == "shared":
+        pos = rng.integers(0, max_pos, (1, seq)).astype(np.int32)
+    elif position_ids == "per_batch":
+        pos = rng.integers(0, max_pos, (batch, seq)).astype(np.int32)
+    inputs = [ids, seg_ids, rand(rng, vocab, hidden), rand(rng, max_pos, hidden), seg_table, rand(rng, hidden),
+              rand(rng, hidden), m, pos]
+    check("EmbedLayerNormalization", inputs, outputs, {"epsilon": 1e-5}, out_types={1: TensorProto.INT32})
+
+
+def test_embed_layer_norm_default_epsilon():
+    rng = np.random.default_rng(31)
+    ids = rng.integers(0, 5, (1, 3)).astype(np.int32)
+    check("EmbedLayerNormalization", [ids, None, rand(rng, 5, 8), rand(rng, 4, 8), None, rand(rng, 8), rand(rng, 8)], 2,
+          out_types={1: TensorProto.INT32})
+
+
+def test_embed_layer_norm_bad_index():
+    rng = np.random.default_rng(32)
+    ids = np.array([[0, 9]], np.int32)
+    model, feeds = _model("EmbedLayerNormalization", [ids, None, rand(rng, 5, 8), rand(rng, 4, 8), None, rand(rng, 8),
+                                                      rand(rng, 8)], 2, {}, "com.microsoft", {1: TensorProto.INT32})
+    with pytest.raises(Exception, match="out of range"):
+        onyx.InferenceSession(model).run(None, feeds)
+
+
+# --------------------------------------------------------- RotaryEmbedding
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+@pytest.mark.parametrize("positions", ["start", "per_token"])
+@pytest.mark.parametrize("layout", ["bsd", "bnsh"])
+@pytest.mark.parametrize("partial", [False, True])
+def test_rotary_embedding(interleaved, positions, layout, partial):
+    rng = np.random.default_rng(40)
+    batch, seq, heads, head, max_pos = 2, 3, 2, 8, 10
+    rot = 4 if partial else head
+    x = rand(rng, batch, seq, heads * head) if layout == "bsd" else rand(rng, batch, heads, seq, head)
+    pos = np.array([2], np.int64) if positions == "start" else rng.integers(0, max_pos, (batch, seq)).astype(np.int64)
+    attrs = {"interleaved": interleaved}
+    if partial:
+        attrs.update(rotary_embedding_dim=rot, num_heads=heads)
+    check("RotaryEmbedding", [x, pos, rand(rng, max_pos, rot // 2), rand(rng, max_pos, rot // 2)], 1, attrs)
+
+
+def test_rotary_embedding_num_heads_and_scale():
+    rng = np.random.default_rng(41)
+    x = rand(rng, 1, 4, 3 * 6)
+    pos = rng.integers(0, 8, (1, 4)).astype(np.int64)
+    cos, sin = rand(rng, 8, 3), rand(rng, 8, 3)
+    check("RotaryEmbedding", [x, pos, cos, sin], 1, {"num_heads": 3})
+    check("RotaryEmbedding", [x, pos, cos, sin], 1, {"scale": 2.0, "is_packed_batching": 1})
+
+
+def test_rotary_embedding_position_out_of_range():
+    rng = np.random.default_rng(42)
+    x = rand(rng, 1, 3, 8)
+    model, feeds = _model("RotaryEmbedding", [x, np.array([9], np.int64), rand(rng, 10, 4), rand(rng, 10, 4)], 1, {},
+                          "com.microsoft")
+    with pytest.raises(Exception, match="out of range"):
+        onyx.InferenceSession(model).run(None, feeds)

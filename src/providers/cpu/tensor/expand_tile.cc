@@ -74,7 +74,11 @@ class TileKernel final : public Kernel {
     Shape out_shape(static_cast<size_t>(rank));
     for (size_t i = 0; i < repeats.size(); ++i) {
       if (repeats[i] < 0) return invalid_argument(ctx.label(), ": repeats ", shape_to_string(repeats), " has a negative entry");
-      out_shape[i] = data->shape()[i] * repeats[i];
+      // Huge repeats must be an error, not a signed overflow.
+      if (__builtin_mul_overflow(data->shape()[i], repeats[i], &out_shape[i])) {
+        return invalid_argument(ctx.label(), ": repeats ", shape_to_string(repeats), " on input ", data->describe(),
+                                " give an output too large to index");
+      }
     }
     Tensor& out = ctx.allocate_output(0, data->dtype(), out_shape);
     // View the output as [r0, d0, r1, d1, ...]: the repeat dims step over a

@@ -139,16 +139,17 @@ class RangeKernel final : public Kernel {
       const C limit = static_cast<C>(limit_t->data<T>()[0]);
       const C delta = static_cast<C>(delta_t->data<T>()[0]);
       if (delta == C(0)) return invalid_argument(ctx.label(), ": delta is 0");
-      int64_t n;
-      if constexpr (std::is_integral_v<C>) {
-        // Exact integer count: ceil((limit - start) / delta), at least 0.
-        const long double span = static_cast<long double>(limit) - static_cast<long double>(start);
-        n = static_cast<int64_t>(std::ceil(span / static_cast<long double>(delta)));
-      } else {
-        n = static_cast<int64_t>(std::ceil((static_cast<double>(limit) - static_cast<double>(start)) /
-                                           static_cast<double>(delta)));
+      // The count, ceil((limit - start) / delta), in long double so that
+      // integer spans are exact; NaN, infinite or huge counts are errors
+      // before any cast to int64 (which would be undefined) or allocation.
+      const long double count = std::ceil((static_cast<long double>(limit) - static_cast<long double>(start)) /
+                                          static_cast<long double>(delta));
+      if (std::isnan(count) || count > static_cast<long double>(int64_t{1} << 48)) {
+        return invalid_argument(ctx.label(), ": Range(start=", static_cast<double>(start), ", limit=",
+                                static_cast<double>(limit), ", delta=", static_cast<double>(delta),
+                                ") would have ", static_cast<double>(count), " elements, too many to allocate");
       }
-      n = std::max<int64_t>(n, 0);
+      const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
       Tensor& out = ctx.allocate_output(0, dtype, {n});
       T* y = out.data<T>();
       for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(start + static_cast<C>(i) * delta);
