@@ -102,7 +102,8 @@ Status reshape(InferenceContext& ctx) {
       if (static_cast<int64_t>(i) == infer_at) continue;
       const Dim& d = out[i];
       if (d.is_known()) {
-        output_known *= d.value;
+        // Absurd declared dims overflow: then the -1 stays unknown.
+        if (__builtin_mul_overflow(output_known, d.value, &output_known)) solvable = false;
         continue;
       }
       auto match = std::find_if(remaining.begin(), remaining.end(),
@@ -116,7 +117,7 @@ Status reshape(InferenceContext& ctx) {
     std::vector<Dim> leftover_symbols;
     for (const Dim& r : remaining) {
       if (r.is_known()) {
-        input_known *= r.value;
+        if (__builtin_mul_overflow(input_known, r.value, &input_known)) solvable = false;
       } else {
         leftover_symbols.push_back(r);
       }

@@ -35,6 +35,11 @@ std::vector<std::unique_ptr<Pass>> basic_passes() {
 
 std::vector<std::unique_ptr<Pass>> extended_passes() {
   std::vector<std::unique_ptr<Pass>> passes;
+  // Linear layers first, as nn.Linear writes them, so the fusions below see
+  // GPT-2 and TensorFlow exports the same way; attention before
+  // matmul_scale_fusion, which would take its Q·Kᵀ apart.
+  passes.push_back(make_reshaped_matmul_fusion_pass());
+  passes.push_back(make_attention_fusion_pass());
   passes.push_back(make_gelu_fusion_pass());
   passes.push_back(make_fast_gelu_fusion_pass());
   passes.push_back(make_layer_norm_fusion_pass());
@@ -177,6 +182,9 @@ Status apply_patches(graph::Graph& graph, std::vector<Patch>& patches, PassStati
       graph.initializers[v] = tensor;
       graph.values[static_cast<size_t>(v)].is_initializer = true;
       graph.values[static_cast<size_t>(v)].info = info_of(tensor);
+    }
+    for (const auto& [v, info] : patch.refine_info) {
+      if (v >= 0 && static_cast<size_t>(v) < graph.values.size()) graph.values[static_cast<size_t>(v)].info = info;
     }
     for (const auto& [from, to] : patch.replace_uses) alias[map(from)] = map(to);
     for (graph::Node& node : patch.add_nodes) {

@@ -35,6 +35,9 @@ struct Patch {
   std::vector<std::pair<int32_t, int32_t>> replace_uses;  // every use of .first reads .second
   std::vector<std::pair<int32_t, Tensor>> make_constant;  // value becomes an initializer (its producer is removed)
   std::vector<NewValue> new_values;
+  // Existing values whose type and shape the patch knows better than shape
+  // inference will (outputs of com.microsoft ops, which it does not cover).
+  std::vector<std::pair<int32_t, graph::TypeAndShape>> refine_info;
 
   int32_t new_value(std::string name, graph::TypeAndShape info) {
     new_values.push_back({std::move(name), std::move(info), std::nullopt});
@@ -138,5 +141,7 @@ std::unique_ptr<Pass> make_fast_gelu_fusion_pass();
 std::unique_ptr<Pass> make_layer_norm_fusion_pass();
 std::unique_ptr<Pass> make_skip_layer_norm_fusion_pass();
 std::unique_ptr<Pass> make_matmul_scale_fusion_pass();
+std::unique_ptr<Pass> make_reshaped_matmul_fusion_pass();
+std::unique_ptr<Pass> make_attention_fusion_pass();
 
 }  // namespace onyx::optimizer

@@ -7,6 +7,8 @@
 #include <limits>
 #include <new>
 
+#include <unistd.h>
+
 namespace onyx {
 
 int64_t shape_size(const Shape& shape) {
@@ -26,9 +28,29 @@ std::string shape_to_string(const Shape& shape) {
 
 namespace {
 
+// The largest single host allocation: ONYX_MAX_ALLOCATION_BYTES when set,
+// else the machine's physical memory. A bigger request cannot succeed without
+// swapping the machine to a halt (or is refused by sanitizers as a crash), so
+// it is an error naming the size instead.
+size_t host_allocation_limit() {
+  if (const char* text = std::getenv("ONYX_MAX_ALLOCATION_BYTES")) {
+    char* end = nullptr;
+    const unsigned long long value = std::strtoull(text, &end, 10);
+    if (end != text && *end == '\0' && value > 0) return static_cast<size_t>(value);
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return std::numeric_limits<size_t>::max();
+  return static_cast<size_t>(pages) * static_cast<size_t>(page_size);
+}
+
 class CpuAllocator final : public Allocator {
  public:
   void* allocate(size_t bytes) override {
+    if (bytes > limit_) {
+      throw Error(runtime_error("cannot allocate ", bytes, " bytes: more than the host allocation limit of ", limit_,
+                                " bytes (physical memory, or ONYX_MAX_ALLOCATION_BYTES)"));
+    }
     // 64-byte alignment suits every SIMD width onyx uses.
     const size_t rounded = ((bytes == 0 ? 1 : bytes) + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, rounded);
@@ -37,20 +59,34 @@ class CpuAllocator final : public Allocator {
   }
   void deallocate(void* pointer, size_t) override { std::free(pointer); }
   Device device() const override { return Device{}; }
+
+ private:
+  const size_t limit_ = host_allocation_limit();  // read once: the allocator never changes after start
 };
 
 // Checks a shape and computes its byte size without overflow.
 Status checked_bytes(DataType dtype, const Shape& shape, size_t* bytes) {
   if (dtype == DataType::kUndefined) return invalid_argument("cannot allocate a tensor of undefined element type");
+  // The product of the non-zero dims must fit in int64 too, even when a zero
+  // dim makes the tensor empty: kernels compute strides from them.
   uint64_t count = 1;
+  bool empty = false;
   for (int64_t d : shape) {
     if (d < 0) return invalid_argument("negative dimension ", d, " in shape ", shape_to_string(shape));
-    if (d != 0 && count > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d)) {
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / static_cast<uint64_t>(d)) {
       return invalid_argument("shape ", shape_to_string(shape), " has too many elements");
     }
     count *= static_cast<uint64_t>(d);
   }
+  if (empty) count = 0;
   const uint64_t elem = dtype_size(dtype);
+  if (elem == 0) {
+    return invalid_argument("cannot allocate a tensor of unknown element type ", static_cast<int>(dtype));
+  }
   // Stay far below what any allocator can give: 2^48 bytes.
   if (count > (uint64_t{1} << 48) / elem) {
     return invalid_argument("tensor ", dtype_name(dtype), shape_to_string(shape), " is too large to allocate");
@@ -73,7 +109,12 @@ Result<Tensor> Tensor::create(DataType dtype, Shape shape, Allocator* allocator)
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.device_ = allocator->device();
-  void* p = allocator->allocate(bytes);
+  void* p = nullptr;
+  try {
+    p = allocator->allocate(bytes);
+  } catch (const Error& e) {
+    return Status(e.code(), "tensor " + std::string(dtype_name(dtype)) + shape_to_string(t.shape_) + ": " + e.what());
+  }
   t.data_ = p;
   if (dtype == DataType::kString) {
     const int64_t n = t.size();

@@ -4,10 +4,21 @@
 // seeded random inputs, which must also end in outputs or an error.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
 #include "onyx/session.h"
+
+// A fuzzed graph may legitimately ask for a tensor of many gigabytes; onyx
+// refuses allocations above ONYX_MAX_ALLOCATION_BYTES (default: physical
+// memory) with an error. Keep that well below libFuzzer's -rss_limit_mb
+// (which also bounds single mallocs) so such requests end in onyx's error,
+// not in a reported out-of-memory. An explicit setting wins.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  setenv("ONYX_MAX_ALLOCATION_BYTES", "1073741824", /*overwrite=*/0);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   onyx::SessionOptions options;

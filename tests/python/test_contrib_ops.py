@@ -421,3 +421,157 @@ def test_rotary_embedding_position_out_of_range():
                           "com.microsoft")
     with pytest.raises(Exception, match="out of range"):
         onyx.InferenceSession(model).run(None, feeds)
+
+
+# ----------------------------------------------------- GroupQueryAttention
+
+def _gqa(rng, batch, seq, heads, kv_heads, head):
+    return (rand(rng, batch, seq, heads * head), rand(rng, batch, seq, kv_heads * head),
+            rand(rng, batch, seq, kv_heads * head))
+
+
+def _gqa_inputs(q, k, v, past_k=None, past_v=None, seqlens=None, total=None, cos=None, sin=None, position_ids=None,
+                attention_bias=None, head_sink=None):
+    return [q, k, v, past_k, past_v, np.asarray(seqlens, np.int32), np.asarray(total, np.int32), cos, sin, position_ids,
+            attention_bias, head_sink]
+
+
+@pytest.mark.parametrize("heads,kv_heads", [(4, 2), (4, 4), (6, 1)])
+@pytest.mark.parametrize("packed", [False, True])
+def test_gqa_prompt(heads, kv_heads, packed):
+    rng = np.random.default_rng(50)
+    batch, seq, head = 2, 5, 8
+    q, k, v = _gqa(rng, batch, seq, heads, kv_heads, head)
+    attrs = {"num_heads": heads, "kv_num_heads": kv_heads}
+    inputs = _gqa_inputs(q, k, v, seqlens=[seq - 1] * batch, total=seq)
+    if packed:
+        # onnxruntime takes packed QKV too, so both run the packed form.
+        inputs[0], inputs[1], inputs[2] = np.concatenate([q, k, v], axis=-1), None, None
+    check("GroupQueryAttention", inputs, 3, attrs)
+
+
+@pytest.mark.parametrize("seq", [1, 3])
+def test_gqa_decode_with_past(seq):
+    rng = np.random.default_rng(51)
+    # onnxruntime takes several new tokens after a past only for batch 1.
+    batch, heads, kv_heads, head, past = (2 if seq == 1 else 1), 4, 2, 8, 6
+    q, k, v = _gqa(rng, batch, seq, heads, kv_heads, head)
+    pk, pv = rand(rng, batch, kv_heads, past, head), rand(rng, batch, kv_heads, past, head)
+    attrs = {"num_heads": heads, "kv_num_heads": kv_heads}
+    # Ragged batch: entry 1 has fewer cached tokens than the buffer holds.
+    seqlens = [past + seq - 1, past + seq - 3][:batch] if seq == 1 else [past + seq - 3]
+    check("GroupQueryAttention", _gqa_inputs(q, k, v, pk, pv, seqlens, past + seq), 3, attrs)
+    # A growing cache: total beyond the past buffer.
+    check("GroupQueryAttention", _gqa_inputs(q, k, v, pk, pv, [past + seq - 1] * batch, past + seq), 3, attrs)
+
+
+@pytest.mark.parametrize("attrs", [
+    {"softcap": 2.0}, {"local_window_size": 1}, {"local_window_size": 3}, {"smooth_softmax": 1}, {"scale": 0.3},
+    {"causal": 0}])
+def test_gqa_attributes(attrs):
+    rng = np.random.default_rng(52)
+    batch, seq, heads, kv_heads, head = 2, 6, 4, 2, 8
+    q, k, v = _gqa(rng, batch, seq, heads, kv_heads, head)
+    attrs = dict(attrs, num_heads=heads, kv_num_heads=kv_heads)
+    check("GroupQueryAttention", _gqa_inputs(q, k, v, seqlens=[seq - 1] * batch, total=seq), 3, attrs)
+    pk, pv = rand(rng, batch, kv_heads, 5, head), rand(rng, batch, kv_heads, 5, head)
+    q1, k1, v1 = _gqa(rng, batch, 1, heads, kv_heads, head)
+    check("GroupQueryAttention", _gqa_inputs(q1, k1, v1, pk, pv, [5, 3], 6), 3, attrs)
+
+
+def test_gqa_head_sink_and_attention_bias():
+    rng = np.random.default_rng(53)
+    batch, seq, heads, kv_heads, head = 2, 4, 4, 2, 8
+    q, k, v = _gqa(rng, batch, seq, heads, kv_heads, head)
+    attrs = {"num_heads": heads, "kv_num_heads": kv_heads}
+    base = dict(seqlens=[seq - 1] * batch, total=seq)
+    check("GroupQueryAttention", _gqa_inputs(q, k, v, head_sink=rand(rng, heads), **base), 3, attrs)
+    for shape in [(batch, heads, seq, seq), (1, 1, seq, seq), (1, heads, seq, seq)]:
+        check("GroupQueryAttention", _gqa_inputs(q, k, v, attention_bias=rand(rng, *shape), **base), 3, attrs)
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+@pytest.mark.parametrize("partial", [False, True])
+def test_gqa_rotary(interleaved, partial):
+    # onnxruntime's CPU rotary path wants head sizes in multiples of 16.
+    rng = np.random.default_rng(54)
+    batch, seq, heads, kv_heads, head, max_pos = 2, 4, 4, 2, 32, 16
+    half = 8 if partial else head // 2
+    cos, sin = rand(rng, max_pos, half), rand(rng, max_pos, half)
+    q, k, v = _gqa(rng, batch, seq, heads, kv_heads, head)
+    attrs = {"num_heads": heads, "kv_num_heads": kv_heads, "do_rotary": 1, "rotary_interleaved": interleaved}
+    check("GroupQueryAttention", _gqa_inputs(q, k, v, seqlens=[seq - 1] * batch, total=seq, cos=cos, sin=sin), 3, attrs)
+    pos = np.array([[2, 3, 4, 5], [2, 3, 4, 5]], np.int64)
+    check("GroupQueryAttention", _gqa_inputs(q, k, v, seqlens=[seq - 1] * batch, total=seq, cos=cos, sin=sin,
+                                             position_ids=pos), 3, attrs)
+    pk, pv = rand(rng, batch, kv_heads, 7, head), rand(rng, batch, kv_heads, 7, head)
+    q1, k1, v1 = _gqa(rng, batch, 1, heads, kv_heads, head)
+    check("GroupQueryAttention", _gqa_inputs(q1, k1, v1, pk, pv, [7, 4], 8, cos, sin), 3, attrs)
+    check("GroupQueryAttention", _gqa_inputs(q1, k1, v1, pk, pv, [7, 4], 8, cos, sin,
+                                             np.array([[9], [3]], np.int64)), 3, attrs)
+    packed = np.concatenate([q, k, v], axis=-1)
+    check("GroupQueryAttention", _gqa_inputs(packed, None, None, seqlens=[seq - 1] * batch, total=seq, cos=cos, sin=sin),
+          3, attrs)
+
+
+@pytest.mark.parametrize("mode", [1, 2])
+def test_gqa_qk_output(mode):
+    rng = np.random.default_rng(55)
+    batch, seq, heads, kv_heads, head = 2, 4, 4, 2, 8
+    q, k, v = _gqa(rng, batch, seq, heads, kv_heads, head)
+    check("GroupQueryAttention", _gqa_inputs(q, k, v, seqlens=[seq - 1] * batch, total=seq), 4,
+          {"num_heads": heads, "kv_num_heads": kv_heads, "qk_output": mode})
+
+
+# ------------------------------------------ BiasAdd, BiasSplitGelu (no CPU kernel in onnxruntime)
+
+def _run_onyx(op_type, inputs, attrs=None):
+    model, feeds = _model(op_type, inputs, 1, attrs or {}, "com.microsoft")
+    return np.asarray(onyx.InferenceSession(model).run(None, feeds)[0])
+
+
+def test_bias_add():
+    # onnxruntime has BiasAdd only on CUDA: compare with its definition.
+    rng = np.random.default_rng(60)
+    x, bias, skip = rand(rng, 2, 6, 8), rand(rng, 8), rand(rng, 2, 6, 8)
+    np.testing.assert_allclose(_run_onyx("BiasAdd", [x, bias, skip]), x + bias + skip, rtol=1e-6, atol=1e-6)
+
+
+def test_bias_split_gelu():
+    from math import erf
+    rng = np.random.default_rng(61)
+    x, bias = rand(rng, 2, 5, 12), rand(rng, 12)
+    h = x + bias
+    left, right = h[..., :6].astype(np.float64), h[..., 6:].astype(np.float64)
+    gelu = 0.5 * right * (1 + np.vectorize(erf)(right / np.sqrt(2)))
+    np.testing.assert_allclose(_run_onyx("BiasSplitGelu", [x, bias]), left * gelu, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------- Attention: random configurations
+
+@pytest.mark.parametrize("trial", range(12))
+def test_attention_random(trial):
+    """Random batch, lengths, past, mask form and mask_filter_value."""
+    rng = np.random.default_rng(100 + trial)
+    batch, seq, heads, hidden = int(rng.integers(1, 3)), int(rng.integers(1, 5)), 2, 8
+    past_len = int(rng.integers(1, 4)) if trial % 2 else 0
+    total = past_len + seq
+    x = rand(rng, batch, seq, hidden)
+    w, b = rand(rng, hidden, 3 * hidden, scale=0.5), rand(rng, 3 * hidden)
+    kind = trial % 5
+    m = None
+    if kind == 1:
+        m = rng.integers(1, total + 1, batch).astype(np.int32)
+    elif kind == 2:
+        m = np.concatenate([rng.integers(1, total + 1, batch), np.zeros(batch)]).astype(np.int32)
+    elif kind == 3:
+        m = (rng.random((batch, total)) > 0.3).astype(np.int32)
+        m[:, 0] = 1
+    elif kind == 4:
+        m = (rng.random((batch, seq, total)) > 0.3).astype(np.int32)
+        m[:, :, 0] = 1
+    attrs = {"num_heads": heads, "unidirectional": trial % 3 == 0, "mask_filter_value": -50.0 if trial % 4 == 0 else -10000.0}
+    inputs = [x, w, b, m]
+    if past_len:
+        inputs.append(rand(rng, 2, batch, heads, past_len, hidden // heads))
+    check("Attention", inputs, 2 if past_len else 1, attrs)

@@ -3,19 +3,25 @@
 // (Add(MatMul, bias)) is folded in as its bias input. When the residual sum is
 // also read elsewhere, SkipLayerNormalization's output 3 (input_skip_bias_sum)
 // provides it.
+#include "optimizer/extended/shape_patterns.h"
 #include "optimizer/pass.h"
 #include "providers/kernel.h"
 
 namespace onyx::optimizer {
 namespace {
 
-bool same_shape(const graph::TypeAndShape& a, const graph::TypeAndShape& b) {
+// Equal shapes: equal numbers or symbols, or (for the [batch, sequence]
+// dims that exports leave unnamed) values sharing their leading dims.
+bool same_shape(const PassContext& ctx, int32_t va, int32_t vb) {
+  const graph::TypeAndShape& a = ctx.info(va);
+  const graph::TypeAndShape& b = ctx.info(vb);
   if (!a.has_shape || !b.has_shape || a.shape.size() != b.shape.size()) return false;
   for (size_t d = 0; d < a.shape.size(); ++d) {
     const graph::Dim& x = a.shape[d];
     const graph::Dim& y = b.shape[d];
     if (x.is_known() && y.is_known() && x.value == y.value) continue;
     if (!x.is_known() && !y.is_known() && !x.symbol.empty() && x.symbol == y.symbol) continue;
+    if (d < 2 && d + 1 < a.shape.size() && same_leading_dim(ctx, va, vb, static_cast<int64_t>(d))) continue;
     return false;
   }
   return true;
@@ -52,7 +58,8 @@ class SkipLayerNormFusion final : public Pass {
     const graph::Node& add = ctx.node(static_cast<size_t>(add_index));
     if (!is_op(add, "Add") || add.inputs.size() != 2) return std::nullopt;
     int32_t a = add.inputs[0], b = add.inputs[1];
-    if (!same_shape(ctx.info(a), si) || !same_shape(ctx.info(b), si)) return std::nullopt;
+    // Both operands of the sum's shape: equal to each other, and no broadcast.
+    if (!same_shape(ctx, a, b) || ctx.info(a).shape.size() != si.shape.size()) return std::nullopt;
     // The residual sum may be read by others (the next block's residual):
     // then it comes out of output 3. It must not be a graph output or pinned.
     const bool sum_used_elsewhere = !ctx.only_used_by(sum, index);
@@ -73,7 +80,7 @@ class SkipLayerNormFusion final : public Pass {
         const int32_t y = bias_add.inputs[static_cast<size_t>(1 - k)];
         const Tensor* t = ctx.constant(c);
         if (t == nullptr || t->rank() != 1 || t->size() != width || t->dtype() != DataType::kFloat) continue;
-        if (!same_shape(ctx.info(y), si)) continue;
+        if (!same_shape(ctx, y, side == 0 ? b : a)) continue;
         bias = c;
         (side == 0 ? a : b) = y;
         patch.remove(static_cast<size_t>(p));

@@ -1,6 +1,6 @@
 // Shared by com.microsoft FusedConv and FusedGemm: the activation applied to
-// the wrapped op's output, and a KernelContext that runs the wrapped ONNX
-// kernel (Conv, Gemm) and hands back the output it made.
+// the inner Conv/Gemm kernel's output (in its GEMM write-back when it can be),
+// and a KernelContext that runs the inner kernel and hands back its output.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "providers/cpu/gemm/sgemm.h"
+#include "providers/cpu/math/fast_math.h"
 #include "providers/kernel.h"
 
 namespace onyx::cpu {
@@ -53,10 +55,38 @@ struct FusedActivation {
     return a;
   }
 
+  // The activation as a GEMM write-back step, when the SGEMM epilogue has it
+  // (Relu, LeakyRelu, Clip, or none); false for the others.
+  bool to_epilogue(GemmEpilogue& ep) const {
+    ep = GemmEpilogue{};
+    switch (kind) {
+      case Kind::kNone: return true;
+      case Kind::kRelu: ep.activation = GemmActivation::kRelu; return true;
+      case Kind::kLeakyRelu:
+        ep.activation = GemmActivation::kLeakyRelu;
+        ep.leaky_alpha = alpha;
+        return true;
+      case Kind::kClip:
+        ep.activation = GemmActivation::kClip;
+        ep.clip_min = alpha;
+        ep.clip_max = beta;
+        return true;
+      default: return false;
+    }
+  }
+
   void apply(float* data, int64_t n, ThreadPool* pool) const {
     if (kind == Kind::kNone) return;
     const FusedActivation a = *this;
     parallel_for(pool, n, 4.0, [data, a](int64_t begin, int64_t end) {
+      if (a.kind == Kind::kSigmoid) {
+        fast_sigmoid_array(data + begin, data + begin, end - begin);
+        return;
+      }
+      if (a.kind == Kind::kTanh) {
+        fast_tanh_array(data + begin, data + begin, end - begin);
+        return;
+      }
       for (int64_t i = begin; i < end; ++i) {
         const float x = data[i];
         float y = x;
@@ -106,24 +136,5 @@ class CapturingContext final : public KernelContext {
   KernelContext& base_;
   Tensor output_;
 };
-
-// Makes the wrapped ONNX kernel (op_type at `version`) for a fused node: the
-// same inputs and attributes, less the activation ones.
-inline std::unique_ptr<Kernel> make_wrapped_kernel(const KernelInfo& info, const std::string& op_type, int version) {
-  graph::Node inner = info.node();
-  inner.domain.clear();
-  inner.op_type = op_type;
-  inner.since_version = version;
-  inner.opset = version;
-  for (auto it = inner.attributes.begin(); it != inner.attributes.end();) {
-    it = it->first.rfind("activation", 0) == 0 ? inner.attributes.erase(it) : std::next(it);
-  }
-  const KernelDef* def = cpu_kernel_registry().find("", op_type, version);
-  if (def == nullptr) throw Error(not_implemented(info.label(), ": no CPU ", op_type, " kernel to wrap"));
-  KernelInfo inner_info(info.graph(), inner, 0, info.allocator());
-  auto made = def->factory(inner_info);
-  if (!made.is_ok()) throw Error(Status(made.status().code(), info.label() + ": " + made.status().message()));
-  return std::move(made).value();
-}
 
 }  // namespace onyx::cpu

@@ -1,7 +1,9 @@
 // com.microsoft FusedGemm: Gemm (ONNX semantics and attributes) followed by
 // an activation (attribute `activation`; activation_alpha / activation_beta
-// for LeakyRelu, HardSigmoid and Clip's min/max), applied to the output in place.
+// for LeakyRelu, HardSigmoid and Clip's min/max). Relu, LeakyRelu and Clip are
+// applied by the Gemm kernel in its write-back; the others after it, in place.
 #include "providers/cpu/contrib/fused_activation.h"
+#include "providers/cpu/nn/fused_kernels.h"
 
 namespace onyx::cpu {
 namespace {
@@ -16,8 +18,11 @@ std::vector<float> gemm_activation_params(const KernelInfo& info) {
 class FusedGemmKernel final : public Kernel {
  public:
   explicit FusedGemmKernel(const KernelInfo& info)
-      : activation_(FusedActivation::parse(info, info.attr_string("activation", ""), gemm_activation_params(info))),
-        gemm_(make_wrapped_kernel(info, "Gemm", 13)) {}
+      : activation_(FusedActivation::parse(info, info.attr_string("activation", ""), gemm_activation_params(info))) {
+    GemmEpilogue in_gemm;
+    in_write_back_ = activation_.to_epilogue(in_gemm);
+    gemm_ = make_gemm_kernel(info, in_gemm);
+  }
 
   Status compute(KernelContext& ctx) const override {
     const Tensor* a = ctx.input_tensor(0);
@@ -25,6 +30,7 @@ class FusedGemmKernel final : public Kernel {
       return not_implemented(ctx.label(), ": input A must be tensor(float), got ",
                              a == nullptr ? std::string("nothing") : a->describe());
     }
+    if (in_write_back_) return gemm_->compute(ctx);
     CapturingContext inner(ctx);
     ONYX_RETURN_IF_ERROR(gemm_->compute(inner));
     Tensor& y = inner.output();
@@ -34,6 +40,7 @@ class FusedGemmKernel final : public Kernel {
 
  private:
   FusedActivation activation_;
+  bool in_write_back_ = false;  // the Gemm kernel applies the activation itself
   std::unique_ptr<Kernel> gemm_;
 };
 

@@ -1,8 +1,11 @@
 // com.microsoft Gelu, FastGelu (tanh approximation, optional bias), BiasGelu
-// (erf Gelu of A + B) and QuickGelu (x * sigmoid(alpha * x)).
+// (erf Gelu of A + B) and QuickGelu (x * sigmoid(alpha * x)), in float with
+// the vectorized functions of fast_math.h.
+#include <algorithm>
 #include <cmath>
 
 #include "providers/cpu/dispatch.h"
+#include "providers/cpu/math/fast_math.h"
 #include "providers/kernel.h"
 
 namespace onyx::cpu {
@@ -35,19 +38,29 @@ class GeluKernel final : public Kernel {
       const T* pb = bias ? bias->data<T>() : nullptr;
       T* py = y.data<T>();
       const float alpha = alpha_;
-      parallel_for(ctx.thread_pool(), x->size(), 20.0, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-          float v = static_cast<float>(static_cast<compute_t<T>>(px[i]));
-          if (pb) v += static_cast<float>(static_cast<compute_t<T>>(pb[i % bias_size]));
-          float r;
-          if constexpr (K == GeluKind::kFast) {
-            r = 0.5f * v * (1.0f + std::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-          } else if constexpr (K == GeluKind::kQuick) {
-            r = v / (1.0f + std::exp(-alpha * v));
-          } else {
-            r = 0.5f * v * (1.0f + std::erf(v * 0.7071067811865476f));
+      // Blocks of 256 through local float buffers (so Y may alias X and the
+      // half types convert once), each evaluated with fast_math.h's vector loops.
+      constexpr int64_t kBlock = 256;
+      parallel_for(ctx.thread_pool(), x->size(), 6.0, [&](int64_t begin, int64_t end) {
+        float v[kBlock], r[kBlock];
+        for (int64_t i0 = begin; i0 < end; i0 += kBlock) {
+          const int64_t m = std::min(kBlock, end - i0);
+          for (int64_t i = 0; i < m; ++i) {
+            v[i] = static_cast<float>(static_cast<compute_t<T>>(px[i0 + i]));
+            if (pb) v[i] += static_cast<float>(static_cast<compute_t<T>>(pb[(i0 + i) % bias_size]));
           }
-          py[i] = static_cast<T>(static_cast<compute_t<T>>(r));
+          if constexpr (K == GeluKind::kFast) {
+            for (int64_t i = 0; i < m; ++i) r[i] = 0.7978845608028654f * (v[i] + 0.044715f * v[i] * v[i] * v[i]);
+            fast_tanh_array(r, r, m);
+            for (int64_t i = 0; i < m; ++i) r[i] = 0.5f * v[i] * (1.0f + r[i]);
+          } else if constexpr (K == GeluKind::kQuick) {
+            for (int64_t i = 0; i < m; ++i) r[i] = alpha * v[i];
+            fast_sigmoid_array(r, r, m);
+            for (int64_t i = 0; i < m; ++i) r[i] *= v[i];
+          } else {
+            fast_gelu_array(v, r, m);
+          }
+          for (int64_t i = 0; i < m; ++i) py[i0 + i] = static_cast<T>(static_cast<compute_t<T>>(r[i]));
         }
       });
       return Status::ok();

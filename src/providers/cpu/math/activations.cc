@@ -1,10 +1,12 @@
 // Activation functions: Relu LeakyRelu Elu Selu Celu HardSigmoid HardSwish
 // Softplus Softsign ThresholdedRelu Shrink Mish Gelu, and PRelu (whose slope
 // broadcasts to X in one direction).
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
 #include "providers/cpu/math/elementwise.h"
+#include "providers/cpu/math/fast_math.h"
 
 namespace onyx::cpu {
 namespace {
@@ -151,9 +153,10 @@ struct MishOp {
   }
 };
 
-// Gelu (opset 20): exact with erf, or the tanh approximation.
+// Gelu (opset 20): exact with erf, or the tanh approximation; fast_math.h in float.
 struct GeluOp {
-  static constexpr double kCost = 30.0;
+  static constexpr double kCost = 6.0;
+  static constexpr float kSqrt2OverPi = 0.7978845608028654f;
   bool tanh_approximation;
   explicit GeluOp(const KernelInfo& info) {
     const std::string approximate = info.attr_string("approximate", "none");
@@ -165,11 +168,34 @@ struct GeluOp {
   }
   template <typename C>
   C operator()(C x) const {
-    if (tanh_approximation) {
-      const C sqrt_2_over_pi = static_cast<C>(0.7978845608028654);
-      return C(0.5) * x * (C(1) + std::tanh(sqrt_2_over_pi * (x + static_cast<C>(0.044715) * x * x * x)));
+    if constexpr (std::is_same_v<C, float>) {
+      if (tanh_approximation) return 0.5f * x * (1.0f + fast_tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+      return fast_gelu(x);
+    } else {
+      if (tanh_approximation) {
+        const C sqrt_2_over_pi = static_cast<C>(0.7978845608028654);
+        return C(0.5) * x * (C(1) + std::tanh(sqrt_2_over_pi * (x + static_cast<C>(0.044715) * x * x * x)));
+      }
+      return C(0.5) * x * (C(1) + std::erf(x * static_cast<C>(0.7071067811865476)));
     }
-    return C(0.5) * x * (C(1) + std::erf(x * static_cast<C>(0.7071067811865476)));
+  }
+  void float_array(const float* x, float* y, int64_t n) const {
+    if (!tanh_approximation) {
+      fast_gelu_array(x, y, n);
+      return;
+    }
+    // Blocks through a local buffer, so y may alias x.
+    constexpr int64_t kBlock = 256;
+    float t[kBlock];
+    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+      const int64_t m = std::min(kBlock, n - i0);
+      for (int64_t i = 0; i < m; ++i) {
+        const float v = x[i0 + i];
+        t[i] = kSqrt2OverPi * (v + 0.044715f * v * v * v);
+      }
+      fast_tanh_array(t, t, m);
+      for (int64_t i = 0; i < m; ++i) y[i0 + i] = 0.5f * x[i0 + i] * (1.0f + t[i]);
+    }
   }
 };
 

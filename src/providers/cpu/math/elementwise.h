@@ -155,6 +155,11 @@ Op make_op(const KernelInfo& info) {
   }
 }
 
+// An element functor may also have `void float_array(const float* x, float* y,
+// int64_t n) const`, a vectorized loop the kernel then uses for float tensors.
+template <typename Op>
+constexpr bool kHasFloatArray = requires(const Op& op, const float* x, float* y, int64_t n) { op.float_array(x, y, n); };
+
 // Which element types a unary kernel accepts.
 enum class UnaryTypes { kFloat, kNumeric };
 
@@ -174,6 +179,13 @@ class UnaryKernel final : public Kernel {
       using C = compute_t<T>;
       Tensor& y = ctx.allocate_output(0, x->dtype(), x->shape());
       const Op op = op_;
+      if constexpr (std::is_same_v<T, float> && kHasFloatArray<Op>) {
+        const float* xp = x->data<float>();
+        float* yp = y.data<float>();
+        parallel_for(ctx.thread_pool(), x->size(), Op::kCost,
+                     [&](int64_t begin, int64_t end) { op.float_array(xp + begin, yp + begin, end - begin); });
+        return Status::ok();
+      }
       unary_map(
           ctx.thread_pool(), x->size(), x->data<T>(), y.data<T>(),
           [op](T v) { return static_cast<T>(op(static_cast<C>(v))); }, Op::kCost);

@@ -3,9 +3,9 @@
 // the ONNX suite's rtol of 1e-3 (GELU: 1e-6 relative down to x = -1; on the
 // tail below, values under 0.16, up to 5e-4 relative, 2e-7 absolute); NaN in
 // gives NaN out, +-inf the limits.
-// Array functions use AVX2+FMA when the CPU has them (checked once at run
-// time) and otherwise the scalar functions, which give the same results to
-// within an ulp or two. Header-only so any kernel file can use it.
+// Array functions use AVX-512F or AVX2+FMA when the CPU has them (checked
+// once at run time) and otherwise the scalar functions, which give the same
+// results to within an ulp or two. Header-only so any kernel file can use it.
 #pragma once
 
 #include <cmath>
@@ -269,29 +269,234 @@ inline bool has_avx2_fma() {
 }  // namespace fast_math_detail
 #endif
 
-// y[i] = f(x[i]) for i < n; y may be x.
 #if defined(ONYX_FAST_MATH_AVX2)
-#define ONYX_FAST_MATH_ARRAY(name, vector_fn, scalar_fn)                                   \
-  inline void name(const float* x, float* y, int64_t n) {                                 \
+namespace fast_math_detail {
+
+// The same functions sixteen lanes wide, for CPUs with AVX-512F (a masked
+// load and store handle the tail, so no scalar remainder loop).
+#define ONYX_AVX512F __attribute__((target("avx512f")))
+
+// GCC 12's plain _mm512_min_ps / max_ps / scalef_ps (and the reduce
+// intrinsics) pass an undefined vector as the merge source and trip
+// -Wmaybe-uninitialized; the zero-masking forms with every lane selected are
+// the same instructions, and reductions go through memory.
+constexpr __mmask16 kAllLanes = 0xFFFF;
+
+ONYX_AVX512F inline __m512 exp16(__m512 x) {
+  const __mmask16 too_big = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpMax), _CMP_NLT_UQ);  // x >= max or NaN
+  const __mmask16 too_small = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpMin), _CMP_LT_OQ);
+  const __m512 xc =
+      _mm512_maskz_max_ps(kAllLanes, _mm512_maskz_min_ps(kAllLanes, x, _mm512_set1_ps(kExpMax)), _mm512_set1_ps(kExpMin));
+  const __m512 magic = _mm512_set1_ps(kRoundMagic);
+  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(kLog2e), magic), magic);
+  const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), xc));
+  __m512 p = _mm512_set1_ps(kExpC7);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC5));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC2));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  // scalef computes p * 2^n in one step, subnormal results and overflow included.
+  __m512 y = _mm512_maskz_scalef_ps(kAllLanes, p, n);
+  y = _mm512_maskz_mov_ps(static_cast<__mmask16>(~too_small), y);
+  const __m512 big = _mm512_mul_ps(_mm512_add_ps(x, x), _mm512_set1_ps(std::numeric_limits<float>::max()));
+  return _mm512_mask_blend_ps(too_big, y, big);
+}
+
+ONYX_AVX512F inline __m512 sigmoid16(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  return _mm512_div_ps(one, _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+
+ONYX_AVX512F inline __m512 abs16(__m512 x) {
+  return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
+}
+
+// |t| with the sign of x.
+ONYX_AVX512F inline __m512 with_sign16(__m512 t, __m512 x) {
+  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(t), sign));
+}
+
+ONYX_AVX512F inline __m512 tanh16(__m512 x) {
+  const __m512 a = abs16(x);
+  const __m512 s = _mm512_mul_ps(x, x);
+  __m512 p = _mm512_set1_ps(kTanhC13);
+  p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(kTanhC11));
+  p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(kTanhC9));
+  p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(kTanhC7));
+  p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(kTanhC5));
+  p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(kTanhC3));
+  const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(x, s), p, x);
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 e = exp16(_mm512_add_ps(a, a));
+  const __m512 t = _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
+  const __m512 large = with_sign16(t, x);
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(kTanhSmall), _CMP_LT_OQ), large, small);
+}
+
+ONYX_AVX512F inline __m512 erf_small16(__m512 x) {
+  const __m512 s = _mm512_mul_ps(x, x);
+  __m512 p = _mm512_set1_ps(kErfT13);
+  p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(kErfT11));
+  p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(kErfT9));
+  p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(kErfT7));
+  p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(kErfT5));
+  p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(kErfT3));
+  return _mm512_mul_ps(_mm512_set1_ps(kTwoOverSqrtPi), _mm512_fmadd_ps(_mm512_mul_ps(x, s), p, x));
+}
+
+ONYX_AVX512F inline __m512 erfc_large16(__m512 a) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(kAsP), a, one));
+  __m512 q = _mm512_set1_ps(kAsA5);
+  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(kAsA4));
+  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(kAsA3));
+  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(kAsA2));
+  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(kAsA1));
+  return _mm512_mul_ps(_mm512_mul_ps(q, t), exp16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(a, a))));
+}
+
+ONYX_AVX512F inline __m512 erf16(__m512 x) {
+  const __m512 a = abs16(x);
+  const __m512 tail = _mm512_sub_ps(_mm512_set1_ps(1.0f), erfc_large16(a));
+  __m512 large = with_sign16(tail, x);
+  large = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), large, x);  // NaN stays NaN
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(kErfSmall), _CMP_LT_OQ), large, erf_small16(x));
+}
+
+ONYX_AVX512F inline __m512 gelu16(__m512 x) {
+  const __m512 half_x = _mm512_mul_ps(_mm512_set1_ps(0.5f), x);
+  const __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(kInvSqrt2));
+  const __m512 a = abs16(z);
+  const __m512 c = erfc_large16(a);
+  const __mmask16 positive = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_GT_OQ);
+  const __m512 large = _mm512_mask_blend_ps(positive, c, _mm512_sub_ps(_mm512_set1_ps(2.0f), c));
+  const __m512 small = _mm512_add_ps(_mm512_set1_ps(1.0f), erf_small16(z));
+  return _mm512_mul_ps(
+      half_x, _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(kErfSmall), _CMP_LT_OQ), large, small));
+}
+
+template <__m512 (*F16)(__m512)>
+ONYX_AVX512F void apply16(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, F16(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, F16(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+// y[i] = exp(x[i] - shift); returns the sum of the y[i] (softmax's denominator).
+ONYX_AVX512F inline float exp_shifted_sum16(const float* x, float shift, float* y, int64_t n) {
+  const __m512 vs = _mm512_set1_ps(shift);
+  __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 e0 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vs));
+    const __m512 e1 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vs));
+    _mm512_storeu_ps(y + i, e0);
+    _mm512_storeu_ps(y + i + 16, e1);
+    sum0 = _mm512_add_ps(sum0, e0);
+    sum1 = _mm512_add_ps(sum1, e1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = static_cast<__mmask16>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
+    const __m512 e = _mm512_maskz_mov_ps(m, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vs)));
+    _mm512_mask_storeu_ps(y + i, m, e);
+    sum0 = _mm512_add_ps(sum0, e);
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, _mm512_add_ps(sum0, sum1));
+  float sum = 0.0f;
+  for (float v : lanes) sum += v;
+  return sum;
+}
+
+ONYX_AVX512F inline float max16(const float* x, int64_t n) {
+  __m512 m0 = _mm512_set1_ps(-std::numeric_limits<float>::infinity()), m1 = m0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm512_maskz_max_ps(kAllLanes, m0, _mm512_loadu_ps(x + i));
+    m1 = _mm512_maskz_max_ps(kAllLanes, m1, _mm512_loadu_ps(x + i + 16));
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = static_cast<__mmask16>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
+    m0 = _mm512_mask_max_ps(m0, m, m0, _mm512_maskz_loadu_ps(m, x + i));
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, _mm512_maskz_max_ps(kAllLanes, m0, m1));
+  float m = lanes[0];
+  for (float v : lanes) m = v > m ? v : m;
+  return m;
+}
+
+#undef ONYX_AVX512F
+
+inline bool has_avx512f() {
+  static const bool supported = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+  }();
+  return supported;
+}
+
+}  // namespace fast_math_detail
+#endif
+
+// y[i] = f(x[i]) for i < n; y may be x. AVX-512 where the CPU has it, else
+// AVX2+FMA, else the scalar function.
+#if defined(ONYX_FAST_MATH_AVX2)
+#define ONYX_FAST_MATH_ARRAY(name, vector16_fn, vector8_fn, scalar_fn)                      \
+  inline void name(const float* x, float* y, int64_t n) {                                  \
+    if (fast_math_detail::has_avx512f()) {                                                 \
+      fast_math_detail::apply16<fast_math_detail::vector16_fn>(x, y, n);                   \
+      return;                                                                              \
+    }                                                                                      \
     if (fast_math_detail::has_avx2_fma()) {                                                \
-      fast_math_detail::apply8<fast_math_detail::vector_fn, scalar_fn>(x, y, n);           \
+      fast_math_detail::apply8<fast_math_detail::vector8_fn, scalar_fn>(x, y, n);          \
       return;                                                                              \
     }                                                                                      \
     for (int64_t i = 0; i < n; ++i) y[i] = scalar_fn(x[i]);                                \
   }
 #else
-#define ONYX_FAST_MATH_ARRAY(name, vector_fn, scalar_fn) \
-  inline void name(const float* x, float* y, int64_t n) { \
-    for (int64_t i = 0; i < n; ++i) y[i] = scalar_fn(x[i]); \
+#define ONYX_FAST_MATH_ARRAY(name, vector16_fn, vector8_fn, scalar_fn) \
+  inline void name(const float* x, float* y, int64_t n) {              \
+    for (int64_t i = 0; i < n; ++i) y[i] = scalar_fn(x[i]);            \
   }
 #endif
 
-ONYX_FAST_MATH_ARRAY(fast_exp_array, exp8, fast_exp)
-ONYX_FAST_MATH_ARRAY(fast_sigmoid_array, sigmoid8, fast_sigmoid)
-ONYX_FAST_MATH_ARRAY(fast_tanh_array, tanh8, fast_tanh)
-ONYX_FAST_MATH_ARRAY(fast_erf_array, erf8, fast_erf)
-ONYX_FAST_MATH_ARRAY(fast_gelu_array, gelu8, fast_gelu)
+ONYX_FAST_MATH_ARRAY(fast_exp_array, exp16, exp8, fast_exp)
+ONYX_FAST_MATH_ARRAY(fast_sigmoid_array, sigmoid16, sigmoid8, fast_sigmoid)
+ONYX_FAST_MATH_ARRAY(fast_tanh_array, tanh16, tanh8, fast_tanh)
+ONYX_FAST_MATH_ARRAY(fast_erf_array, erf16, erf8, fast_erf)
+ONYX_FAST_MATH_ARRAY(fast_gelu_array, gelu16, gelu8, fast_gelu)
 
 #undef ONYX_FAST_MATH_ARRAY
+
+// The largest of x[0..n) (n >= 1; -inf for n == 0), for softmax.
+inline float max_array(const float* x, int64_t n) {
+#if defined(ONYX_FAST_MATH_AVX2)
+  if (fast_math_detail::has_avx512f()) return fast_math_detail::max16(x, n);
+#endif
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+// y[i] = exp(x[i] - shift) for i < n, returning their sum; y may be x.
+inline float fast_exp_shifted_sum(const float* x, float shift, float* y, int64_t n) {
+#if defined(ONYX_FAST_MATH_AVX2)
+  if (fast_math_detail::has_avx512f()) return fast_math_detail::exp_shifted_sum16(x, shift, y, n);
+#endif
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = fast_exp(x[i] - shift);
+    sum += y[i];
+  }
+  return sum;
+}
 
 }  // namespace onyx::cpu

@@ -6,12 +6,14 @@
 // ConvInteger (int32 after subtracting the zero points) use plain im2col+GEMM.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/gemm/sgemm.h"
 #include "providers/cpu/nn/conv_depthwise.h"
+#include "providers/cpu/nn/fused_kernels.h"
 #include "providers/cpu/nn/nn_util.h"
 
 namespace onyx::cpu {
@@ -201,11 +203,30 @@ std::vector<PackedMatrix> pack_weights(const float* weights, int64_t group, int6
   return packed;
 }
 
-// Y = conv(X, W) + B in float. `packed` holds W packed per group (from the
+// y[i] = act(y[i] + residual[i]) (residual may be null) where the GEMM's
+// write-back could not do it (the depthwise kernel).
+void apply_residual_and_activation(float* y, const float* residual, int64_t n, const GemmEpilogue& act,
+                                   ThreadPool* pool) {
+  parallel_for(pool, n, 2.0, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float v = residual != nullptr ? y[i] + residual[i] : y[i];
+      switch (act.activation) {
+        case GemmActivation::kNone: break;
+        case GemmActivation::kRelu: v = v > 0.0f ? v : 0.0f; break;
+        case GemmActivation::kClip: v = std::min(std::max(v, act.clip_min), act.clip_max); break;
+        case GemmActivation::kLeakyRelu: v = v >= 0.0f ? v : v * act.leaky_alpha; break;
+      }
+      y[i] = v;
+    }
+  });
+}
+
+// Y = conv(X, W) + B in float, then + residual and the activation when given
+// (FusedConv). `packed` holds W packed per group (from the
 // kernel's creation) or is null, and W is packed here.
 void convolve_float(const float* x, const float* weights, const std::vector<PackedMatrix>* packed, const float* bias,
                     float* y, int64_t batch, int64_t in_channels, int64_t out_channels, int64_t group, const Window& w,
-                    ThreadPool* pool) {
+                    ThreadPool* pool, const float* residual = nullptr, const GemmEpilogue& activation = {}) {
   const int64_t cg = in_channels / group;
   const int64_t mg = out_channels / group;
   const int64_t in_size = w.input_size();
@@ -213,6 +234,9 @@ void convolve_float(const float* x, const float* weights, const std::vector<Pack
   const int64_t kg = cg * w.kernel_size();
   if (w.rank() == 2 && cg == 1 && mg == 1) {
     nn::depthwise_conv2d(x, weights, bias, y, batch, in_channels, w, pool);
+    if (residual != nullptr || activation.active()) {
+      apply_residual_and_activation(y, residual, batch * out_channels * out_size, activation, pool);
+    }
     return;
   }
   std::vector<PackedMatrix> packed_here;
@@ -225,9 +249,20 @@ void convolve_float(const float* x, const float* weights, const std::vector<Pack
     pointwise = pointwise && w.kernel[d] == 1 && w.strides[d] == 1 && w.pads[d] == 0 && w.pads[d + w.rank()] == 0;
   }
   auto epilogue_for = [&](int64_t g) {
-    GemmEpilogue ep;
-    if (bias != nullptr) ep.row_bias = bias + g * mg;
+    GemmEpilogue ep = activation;
+    ep.row_bias = bias != nullptr ? bias + g * mg : nullptr;
+    ep.col_bias = nullptr;
     return ep;
+  };
+  // With a residual Z, Y starts as Z and the GEMM accumulates into it (beta 1).
+  const float beta = residual != nullptr ? 1.0f : 0.0f;
+  auto load_residual = [&](int64_t n, int64_t g, int64_t j0, int64_t j1) {
+    if (residual == nullptr) return;
+    const int64_t offset = (n * out_channels + g * mg) * out_size;
+    for (int64_t m = 0; m < mg; ++m) {
+      std::copy(residual + offset + m * out_size + j0, residual + offset + m * out_size + j1,
+                y + offset + m * out_size + j0);
+    }
   };
   const int64_t threads = pool == nullptr ? 1 : pool->parallelism();
   // Columns per im2col chunk: the chunk (kg x width floats) stays within about
@@ -244,8 +279,9 @@ void convolve_float(const float* x, const float* weights, const std::vector<Pack
                      const int64_t image_group = task / chunks, g = image_group % group, n = image_group / group;
                      const int64_t j0 = (task % chunks) * chunk, j1 = std::min(out_size, j0 + chunk);
                      im2col_columns(x + (n * in_channels + g * cg) * in_size, cg, w, j0, j1, col.data());
+                     load_residual(n, g, j0, j1);
                      sgemm_packed_a((*packed)[static_cast<size_t>(g)], false, j1 - j0, 1.0f, col.data(), j1 - j0,
-                                    0.0f, y + (n * out_channels + g * mg) * out_size + j0, out_size, nullptr,
+                                    beta, y + (n * out_channels + g * mg) * out_size + j0, out_size, nullptr,
                                     epilogue_for(g));
                    }
                  });
@@ -262,7 +298,8 @@ void convolve_float(const float* x, const float* weights, const std::vector<Pack
         im2col(xg, cg, w, col.data(), pool);
         source = col.data();
       }
-      sgemm_packed_a((*packed)[static_cast<size_t>(g)], false, out_size, 1.0f, source, out_size, 0.0f,
+      load_residual(n, g, 0, out_size);
+      sgemm_packed_a((*packed)[static_cast<size_t>(g)], false, out_size, 1.0f, source, out_size, beta,
                      y + (n * out_channels + g * mg) * out_size, out_size, pool, epilogue_for(g));
     }
 }
@@ -295,8 +332,14 @@ Result<Window> check_conv(const std::string& label, const nn::WindowAttributes& 
 
 class ConvKernel final : public Kernel {
  public:
-  explicit ConvKernel(const KernelInfo& info)
-      : attrs_(nn::WindowAttributes::from(info)), group_(info.attr_int("group", 1)) {
+  explicit ConvKernel(const KernelInfo& info) : ConvKernel(info, GemmEpilogue{}, false) {}
+
+  ConvKernel(const KernelInfo& info, const GemmEpilogue& activation, bool residual_input)
+      : attrs_(nn::WindowAttributes::from(info)),
+        group_(info.attr_int("group", 1)),
+        activation_(activation),
+        residual_input_(residual_input) {
+    activation_.row_bias = activation_.col_bias = nullptr;
     attrs_.ceil_mode = false;
     if (group_ < 1) throw Error(invalid_model(info.label(), ": attribute group is ", group_, ", expected >= 1"));
     // A constant float W is packed for the GEMM once, here, not on every run.
@@ -326,6 +369,15 @@ class ConvKernel final : public Kernel {
       return invalid_argument(ctx.label(), ": input B has shape ", shape_to_string(b->shape()), ", expected [",
                               out_channels, "]");
     }
+    const Tensor* z = residual_input_ && ctx.input_count() > 3 ? ctx.input_tensor(3) : nullptr;
+    if (z != nullptr && (z->dtype() != x->dtype() || z->shape() != out_shape)) {
+      return invalid_argument(ctx.label(), ": input Z is ", z->describe(), ", expected ", dtype_name(x->dtype()),
+                              shape_to_string(out_shape), " (the output's type and shape)");
+    }
+    if ((z != nullptr || activation_.active()) && x->dtype() != DataType::kFloat) {
+      return not_implemented(ctx.label(), ": a fused activation or residual needs float inputs, got ",
+                             dtype_name(x->dtype()));
+    }
     Tensor& y = ctx.allocate_output(0, x->dtype(), out_shape);
     if (y.size() == 0) return Status::ok();
     ThreadPool* pool = ctx.thread_pool();
@@ -335,7 +387,7 @@ class ConvKernel final : public Kernel {
         const bool use_packed = !packed_w_.empty() && w->shape() == packed_w_shape_;
         convolve_float(x->data<float>(), w->data<float>(), use_packed ? &packed_w_ : nullptr,
                        b ? b->data<float>() : nullptr, y.data<float>(), batch, in_channels, out_channels, group_, win,
-                       pool);
+                       pool, z != nullptr ? z->data<float>() : nullptr, activation_);
       } else if constexpr (std::is_same_v<T, double>) {
         convolve<T>(x->data<T>(), w->data<T>(), b ? b->data<T>() : nullptr, y.data<T>(), batch, in_channels,
                     out_channels, group_, win, pool);
@@ -355,6 +407,8 @@ class ConvKernel final : public Kernel {
  private:
   nn::WindowAttributes attrs_;
   int64_t group_;
+  GemmEpilogue activation_;  // FusedConv's activation (biases unused); none for Conv
+  bool residual_input_;      // FusedConv: input #3 (Z) is added before the activation
   std::vector<PackedMatrix> packed_w_;  // per group, when W is a constant float
   Shape packed_w_shape_;
 };
@@ -421,4 +475,9 @@ ONYX_REGISTER_CPU_KERNEL("", "Conv", 1, 10, types::floats(), ConvKernel);
 ONYX_REGISTER_CPU_KERNEL("", "Conv", 11, kLatestVersion, types::floats(), ConvKernel);
 
 }  // namespace
+
+std::unique_ptr<Kernel> make_conv_kernel(const KernelInfo& info, const GemmEpilogue& activation, bool residual_input) {
+  return std::make_unique<ConvKernel>(info, activation, residual_input);
+}
+
 }  // namespace onyx::cpu

@@ -1,5 +1,6 @@
 // MatMul and MatMulInteger: numpy matmul semantics (1-D operands promoted and
-// their unit dim dropped, batch dims broadcast), one GEMM per batch matrix.
+// their unit dim dropped, batch dims broadcast), one GEMM per batch matrix,
+// or one for all of them when B is shared (then packed once if constant).
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -102,7 +103,18 @@ void run_plan(const MatMulPlan& p, const T* a, const T* b, T* y, ThreadPool* poo
 
 class MatMulKernel final : public Kernel {
  public:
-  explicit MatMulKernel(const KernelInfo&) {}
+  explicit MatMulKernel(const KernelInfo& info) {
+    // A constant float B without batch dims (weights) is packed for the GEMM
+    // once, here; compute() uses it when every batch shares B.
+    const Tensor* b = info.constant_input(1);
+    if (b != nullptr && b->dtype() == DataType::kFloat && b->rank() >= 2 && b->size() > 0) {
+      const int64_t K = b->dim(b->rank() - 2), N = b->dim(b->rank() - 1);
+      if (N > 1 && K * N == b->size()) {
+        packed_b_ = pack_b(false, K, N, b->data<float>(), N);
+        packed_b_shape_ = b->shape();
+      }
+    }
+  }
 
   Status compute(KernelContext& ctx) const override {
     const Tensor* a = ctx.input_tensor(0);
@@ -117,7 +129,16 @@ class MatMulKernel final : public Kernel {
     ThreadPool* pool = ctx.thread_pool();
     return dispatch_numeric(a->dtype(), [&](auto tag) -> Status {
       using T = typename decltype(tag)::type;
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
+      if constexpr (std::is_same_v<T, float>) {
+        if (!packed_b_.empty() && plan.b_shared && b->shape() == packed_b_shape_) {
+          // Every batch matrix of A is consecutive (B has no batch dims): one GEMM.
+          const int64_t rows = static_cast<int64_t>(plan.a_offset.size()) * plan.M;
+          sgemm_packed_b(false, rows, 1.0f, a->data<float>(), plan.K, packed_b_, 0.0f, y.data<float>(), plan.N, pool);
+        } else {
+          run_plan<float>(plan, a->data<float>(), b->data<float>(), y.data<float>(), pool);
+        }
+        return Status::ok();
+      } else if constexpr (std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
                     std::is_same_v<T, int64_t> || std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>) {
         run_plan<T>(plan, a->data<T>(), b->data<T>(), y.data<T>(), pool);
         return Status::ok();
@@ -134,6 +155,10 @@ class MatMulKernel final : public Kernel {
       }
     });
   }
+
+ private:
+  PackedMatrix packed_b_;  // B packed at creation when it is a constant float matrix
+  Shape packed_b_shape_;
 };
 
 ONYX_REGISTER_CPU_KERNEL("", "MatMul", 1, 8, types::floats(), MatMulKernel);

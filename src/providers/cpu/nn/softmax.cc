@@ -1,12 +1,15 @@
 // Softmax, LogSoftmax and Hardmax. Versions 1-12 flatten the input to 2-D at
 // `axis` (default 1) and normalize each row of the flattened tensor; versions
-// 13+ normalize along `axis` (default -1) alone.
+// 13+ normalize along `axis` (default -1) alone. Float rows use the vector
+// exp of fast_math.h (about 1e-7 relative error).
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "providers/cpu/dispatch.h"
+#include "providers/cpu/math/fast_math.h"
 #include "providers/cpu/nn/nn_util.h"
 
 namespace onyx::cpu {
@@ -46,39 +49,75 @@ class SoftmaxFamilyKernel : public Kernel {
       const T* xp = x->data<T>();
       T* yp = y.data<T>();
       parallel_for(ctx.thread_pool(), outer * inner, 8.0 * static_cast<double>(n), [&](int64_t begin, int64_t end) {
-        std::vector<C> row(static_cast<size_t>(n));
+        std::vector<C> row(static_cast<size_t>(n)), exps;
         for (int64_t line = begin; line < end; ++line) {
           const int64_t base = (line / inner) * n * inner + line % inner;
-          C max_value = -std::numeric_limits<C>::infinity();
-          int64_t max_index = 0;
-          for (int64_t i = 0; i < n; ++i) {
-            row[static_cast<size_t>(i)] = static_cast<C>(xp[base + i * inner]);
-            if (row[static_cast<size_t>(i)] > max_value) {
-              max_value = row[static_cast<size_t>(i)];
-              max_index = i;
-            }
-          }
           if (kind_ == SoftmaxKind::kHardmax) {
-            for (int64_t i = 0; i < n; ++i) yp[base + i * inner] = static_cast<T>(C(i == max_index ? 1 : 0));
+            hardmax_line(xp + base, yp + base, n, inner);
             continue;
           }
-          C sum = 0;
-          for (int64_t i = 0; i < n; ++i) sum += std::exp(row[static_cast<size_t>(i)] - max_value);
-          if (kind_ == SoftmaxKind::kSoftmax) {
-            const C scale = C(1) / sum;
-            for (int64_t i = 0; i < n; ++i) {
-              yp[base + i * inner] = static_cast<T>(std::exp(row[static_cast<size_t>(i)] - max_value) * scale);
+          if constexpr (std::is_same_v<T, float>) {
+            if (inner == 1) {  // a contiguous row: no gather, vector loops throughout
+              softmax_row_float(xp + base, yp + base, n, exps);
+              continue;
             }
+          }
+          for (int64_t i = 0; i < n; ++i) row[static_cast<size_t>(i)] = static_cast<C>(xp[base + i * inner]);
+          if constexpr (std::is_same_v<C, float>) {
+            softmax_row_float(row.data(), row.data(), n, exps);
+            for (int64_t i = 0; i < n; ++i) yp[base + i * inner] = static_cast<T>(row[static_cast<size_t>(i)]);
+            continue;
           } else {
-            const C log_sum = std::log(sum);
-            for (int64_t i = 0; i < n; ++i) {
-              yp[base + i * inner] = static_cast<T>(row[static_cast<size_t>(i)] - max_value - log_sum);
+            C max_value = -std::numeric_limits<C>::infinity();
+            for (int64_t i = 0; i < n; ++i) max_value = std::max(max_value, row[static_cast<size_t>(i)]);
+            C sum = 0;
+            for (int64_t i = 0; i < n; ++i) sum += std::exp(row[static_cast<size_t>(i)] - max_value);
+            if (kind_ == SoftmaxKind::kSoftmax) {
+              const C scale = C(1) / sum;
+              for (int64_t i = 0; i < n; ++i) {
+                yp[base + i * inner] = static_cast<T>(std::exp(row[static_cast<size_t>(i)] - max_value) * scale);
+              }
+            } else {
+              const C log_sum = std::log(sum);
+              for (int64_t i = 0; i < n; ++i) {
+                yp[base + i * inner] = static_cast<T>(row[static_cast<size_t>(i)] - max_value - log_sum);
+              }
             }
           }
         }
       });
       return Status::ok();
     });
+  }
+
+  // Softmax or LogSoftmax of one contiguous float row x into y (y may be x),
+  // with fast_math.h's vector exp; `exps` is scratch for LogSoftmax.
+  void softmax_row_float(const float* x, float* y, int64_t n, std::vector<float>& exps) const {
+    const float max_value = max_array(x, n);
+    if (kind_ == SoftmaxKind::kSoftmax) {
+      const float scale = 1.0f / fast_exp_shifted_sum(x, max_value, y, n);
+      for (int64_t i = 0; i < n; ++i) y[i] *= scale;
+      return;
+    }
+    exps.resize(static_cast<size_t>(n));
+    const float shift = max_value + std::log(fast_exp_shifted_sum(x, max_value, exps.data(), n));
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+  }
+
+  // Hardmax: 1 at the first largest element of the line, 0 elsewhere.
+  template <typename T>
+  static void hardmax_line(const T* x, T* y, int64_t n, int64_t stride) {
+    using C = compute_t<T>;
+    C max_value = -std::numeric_limits<C>::infinity();
+    int64_t max_index = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const C v = static_cast<C>(x[i * stride]);
+      if (v > max_value) {
+        max_value = v;
+        max_index = i;
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) y[i * stride] = static_cast<T>(C(i == max_index ? 1 : 0));
   }
 
  private:

@@ -139,11 +139,16 @@ class RangeKernel final : public Kernel {
       const C limit = static_cast<C>(limit_t->data<T>()[0]);
       const C delta = static_cast<C>(delta_t->data<T>()[0]);
       if (delta == C(0)) return invalid_argument(ctx.label(), ": delta is 0");
-      // The count, ceil((limit - start) / delta), in long double so that
-      // integer spans are exact; NaN, infinite or huge counts are errors
-      // before any cast to int64 (which would be undefined) or allocation.
-      const long double count = std::ceil((static_cast<long double>(limit) - static_cast<long double>(start)) /
-                                          static_cast<long double>(delta));
+      // The count ceil((limit - start) / delta): exact in long double for
+      // integers, in double for floats. NaN, infinite or huge counts are
+      // errors before the cast to int64 (undefined for them) or allocation.
+      long double count;
+      if constexpr (std::is_integral_v<C>) {
+        count = std::ceil((static_cast<long double>(limit) - static_cast<long double>(start)) /
+                          static_cast<long double>(delta));
+      } else {
+        count = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
+      }
       if (std::isnan(count) || count > static_cast<long double>(int64_t{1} << 48)) {
         return invalid_argument(ctx.label(), ": Range(start=", static_cast<double>(start), ", limit=",
                                 static_cast<double>(limit), ", delta=", static_cast<double>(delta),
@@ -152,7 +157,15 @@ class RangeKernel final : public Kernel {
       const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
       Tensor& out = ctx.allocate_output(0, dtype, {n});
       T* y = out.data<T>();
-      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(start + static_cast<C>(i) * delta);
+      for (int64_t i = 0; i < n; ++i) {
+        if constexpr (std::is_integral_v<C>) {
+          // i * delta may overflow C on a span wider than C's positive half
+          // even though start + i * delta fits: wrap in uint64 (defined).
+          y[i] = static_cast<T>(static_cast<uint64_t>(start) + static_cast<uint64_t>(i) * static_cast<uint64_t>(delta));
+        } else {
+          y[i] = static_cast<T>(start + static_cast<C>(i) * delta);
+        }
+      }
       return Status::ok();
     });
   }

@@ -78,17 +78,32 @@ class PadKernel final : public Kernel {
       begin[static_cast<size_t>(axis)] = pads[i];
       end[static_cast<size_t>(axis)] = pads[i + axes.size()];
     }
-    // Per axis, the source index of each output index (-1: the constant).
+    // Pads beyond 2^48 cannot give an allocatable output; rejecting them
+    // first keeps every sum below from overflowing.
+    constexpr int64_t kMaxPad = int64_t{1} << 48;
+    for (int64_t p : pads) {
+      if (p > kMaxPad || p < -kMaxPad) {
+        return invalid_argument(ctx.label(), ": pads ", shape_to_string(pads), " has an entry out of range (|pad| <= 2^48)");
+      }
+    }
     Shape out_shape(static_cast<size_t>(rank));
-    std::vector<std::vector<int64_t>> maps(static_cast<size_t>(rank));
     for (size_t a = 0; a < static_cast<size_t>(rank); ++a) {
       const int64_t dim = data->shape()[a];
-      const int64_t out_dim = dim + begin[a] + end[a];
-      if (out_dim < 0) {
+      out_shape[a] = dim + begin[a] + end[a];
+      if (out_shape[a] < 0) {
         return invalid_argument(ctx.label(), ": pads ", shape_to_string(pads), " crop axis ", a, " of size ", dim,
                                 " below zero");
       }
-      out_shape[a] = out_dim;
+    }
+    // Allocate before building the per-axis maps: the allocation checks the
+    // total size, and an empty output needs no maps (one axis may be huge).
+    Tensor& out = ctx.allocate_output(0, dtype, out_shape);
+    if (out.size() == 0) return Status::ok();
+    // Per axis, the source index of each output index (-1: the constant).
+    std::vector<std::vector<int64_t>> maps(static_cast<size_t>(rank));
+    for (size_t a = 0; a < static_cast<size_t>(rank); ++a) {
+      const int64_t dim = data->shape()[a];
+      const int64_t out_dim = out_shape[a];
       maps[a].resize(static_cast<size_t>(out_dim));
       for (int64_t o = 0; o < out_dim; ++o) {
         const int64_t i = o - begin[a];
@@ -116,8 +131,6 @@ class PadKernel final : public Kernel {
         maps[a][static_cast<size_t>(o)] = src;
       }
     }
-    Tensor& out = ctx.allocate_output(0, dtype, out_shape);
-    if (out.size() == 0) return Status::ok();
     if (rank == 0) {
       copy_elements(dtype, out.raw_data(), data->raw_data(), 1);
       return Status::ok();

@@ -47,7 +47,9 @@ class ReshapeKernel final : public Kernel {
       } else {
         out[i] = d;
       }
-      known *= out[i];
+      if (__builtin_mul_overflow(known, out[i], &known)) {
+        return invalid_argument(ctx.label(), ": shape ", shape_to_string(target), " has too many elements");
+      }
     }
     if (inferred >= 0) {
       if (known == 0) {

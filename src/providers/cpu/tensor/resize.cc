@@ -113,6 +113,10 @@ AxisTable build_table(const ResizeOptions& o, int64_t in, int64_t out, double sc
     } else {  // half_pixel
       x = (yd + 0.5) / scale - 0.5;
     }
+    // A NaN or huge roi or scale must not reach the casts to int64 below
+    // (undefined); indices are clamped into the input anyway.
+    constexpr double kFar = static_cast<double>(int64_t{1} << 50);
+    x = std::isnan(x) ? 0.0 : std::clamp(x, -kFar, kFar);
     const double x_floor = std::floor(x);
     // The ratio is in (0, 1]: an integer position prefers the pixel on its left.
     const double ratio = x == x_floor ? 1.0 : x - x_floor;
@@ -201,6 +205,15 @@ void resize_axis(const T* src, T* dst, int64_t outer, int64_t in, int64_t out, i
   });
 }
 
+// An output dim from a scaled input dim, rounded down. Infinite or huge
+// products (scales such as 1e30) are errors: casting them to int64 is undefined.
+Result<int64_t> scaled_dim(double value, const std::string& label) {
+  if (!(value < static_cast<double>(int64_t{1} << 48))) {
+    return invalid_argument(label, ": scales give an output dim of ", value, ", too large to allocate");
+  }
+  return static_cast<int64_t>(value);
+}
+
 // The shared engine: resolves output sizes and scales, then resizes each axis.
 Status run_resize(KernelContext& ctx, const ResizeOptions& o, const Tensor& x, std::vector<double> scales,
                   std::vector<int64_t> sizes, std::vector<double> roi, std::vector<int64_t> axes) {
@@ -242,8 +255,8 @@ Status run_resize(KernelContext& ctx, const ResizeOptions& o, const Tensor& x, s
       }
       for (int64_t a : axes) {
         scale[static_cast<size_t>(a)] = s;
-        out_shape[static_cast<size_t>(a)] =
-            static_cast<int64_t>(s * static_cast<double>(x.shape()[static_cast<size_t>(a)]) + 0.5);
+        ONYX_ASSIGN_OR_RETURN(out_shape[static_cast<size_t>(a)],
+                              scaled_dim(s * static_cast<double>(x.shape()[static_cast<size_t>(a)]) + 0.5, ctx.label()));
       }
     }
   } else {
@@ -255,7 +268,7 @@ Status run_resize(KernelContext& ctx, const ResizeOptions& o, const Tensor& x, s
       if (!(scales[i] > 0)) return invalid_argument(ctx.label(), ": scales has a non-positive value ", scales[i]);
       const size_t a = static_cast<size_t>(axes[i]);
       scale[a] = scales[i];
-      out_shape[a] = static_cast<int64_t>(scales[i] * static_cast<double>(x.shape()[a]));
+      ONYX_ASSIGN_OR_RETURN(out_shape[a], scaled_dim(scales[i] * static_cast<double>(x.shape()[a]), ctx.label()));
     }
   }
   const bool nearest = o.mode == Mode::kNearest;
