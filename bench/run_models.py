@@ -65,6 +65,9 @@ def child_main(spec_path: str) -> int:
             so.inter_op_num_threads = 1
             so.execution_mode = rt.ExecutionMode.ORT_SEQUENTIAL
             so.graph_optimization_level = rt.GraphOptimizationLevel.ORT_ENABLE_ALL
+            for kv in spec.get("ort_config", []):
+                key, _, value = kv.partition("=")
+                so.add_session_config_entry(key, value)
         else:
             import onyx as rt
 
@@ -166,6 +169,7 @@ def run_series(args, engine: str, level: str, model: Path, inputs: Path, threads
         "seconds": args.seconds,
         "min_runs": args.min_runs,
         "max_runs": args.max_runs,
+        "ort_config": args.ort_config,
         "result": str(work / f"{tag}.json"),
         "outputs": str(work / f"{tag}.out.npz") if keep_outputs else None,
     }
@@ -398,6 +402,8 @@ def main() -> int:
     ap.add_argument("--max-runs", type=int, default=500)
     ap.add_argument("--onyx-level", choices=["all", "disable"], default="all",
                     help="all: onyx (ORT_ENABLE_ALL) against onnxruntime; disable: onyx ORT_DISABLE_ALL against onyx ORT_ENABLE_ALL")
+    ap.add_argument("--ort-config", action="append", default=[], metavar="KEY=VALUE",
+                    help="an onnxruntime session config entry, e.g. session.intra_op.allow_spinning=0 (repeatable)")
     ap.add_argument("--onyx-path", type=Path, default=None,
                     help="folder put first on PYTHONPATH for onyx (e.g. build/python); default: the installed onyx")
     ap.add_argument("--zoo", type=Path, default=ZOO, help="folder of the zoo models (default bench/zoo/models)")

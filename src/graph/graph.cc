@@ -3,6 +3,54 @@
 
 namespace onyx::graph {
 
+Attribute Attribute::make_int(std::string name, int64_t value) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::kInt;
+  a.i = value;
+  return a;
+}
+
+Attribute Attribute::make_float(std::string name, float value) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::kFloat;
+  a.f = value;
+  return a;
+}
+
+Attribute Attribute::make_string(std::string name, std::string value) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::kString;
+  a.s = std::move(value);
+  return a;
+}
+
+Attribute Attribute::make_ints(std::string name, std::vector<int64_t> value) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::kInts;
+  a.ints = std::move(value);
+  return a;
+}
+
+Attribute Attribute::make_floats(std::string name, std::vector<float> value) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::kFloats;
+  a.floats = std::move(value);
+  return a;
+}
+
+Attribute Attribute::make_tensor(std::string name, Tensor value) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::kTensor;
+  a.t = std::move(value);
+  return a;
+}
+
 std::string Node::label(size_t index) const {
   if (!name.empty()) return op_type + " '" + name + "'";
   return op_type + " #" + std::to_string(index);

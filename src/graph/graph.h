@@ -52,6 +52,13 @@ struct Attribute {
   std::vector<Tensor> tensors;
   std::vector<std::shared_ptr<Graph>> graphs;
   std::vector<ValueType> type_protos;
+
+  static Attribute make_int(std::string name, int64_t value);
+  static Attribute make_float(std::string name, float value);
+  static Attribute make_string(std::string name, std::string value);
+  static Attribute make_ints(std::string name, std::vector<int64_t> value);
+  static Attribute make_floats(std::string name, std::vector<float> value);
+  static Attribute make_tensor(std::string name, Tensor value);
 };
 
 constexpr int32_t kNoValue = -1;  // an omitted optional input or output

@@ -89,11 +89,7 @@ class GradientExpander {
     out_.push_back(std::move(node));
   }
   int32_t fill_like(int32_t like, float value) {
-    graph::Attribute v;
-    v.name = "value";
-    v.type = graph::AttributeType::kFloat;
-    v.f = value;
-    return emit("FillLike", {like}, {v}, kInternalDomain);
+    return emit("FillLike", {like}, {graph::Attribute::make_float("value", value)}, kInternalDomain);
   }
   int32_t sum_to(int32_t gradient, int32_t like) { return emit("SumToShapeOf", {gradient, like}, {}, kInternalDomain); }
   void add(int32_t value, int32_t gradient) { grads_[value].push_back(gradient); }
@@ -138,10 +134,7 @@ class GradientExpander {
       const int32_t gy = emit("Mul", {g, y});
       add(in(0), emit("Sub", {gy, emit("Mul", {gy, y})}));
     } else if (op == "MatMul") {  // 2-D: dA = g B^T, dB = A^T g
-      graph::Attribute perm;
-      perm.name = "perm";
-      perm.type = graph::AttributeType::kInts;
-      perm.ints = {1, 0};
+      const graph::Attribute perm = graph::Attribute::make_ints("perm", {1, 0});
       add(in(0), emit("MatMul", {g, emit("Transpose", {in(1)}, {perm})}));
       add(in(1), emit("MatMul", {emit("Transpose", {in(0)}, {perm}), g}));
     } else {

@@ -80,40 +80,16 @@ KernelRun run_kernel(const std::string& op_type, int opset, const std::vector<Va
   return run;
 }
 
-graph::Attribute attr_int(const std::string& name, int64_t v) {
-  graph::Attribute a;
-  a.name = name;
-  a.type = graph::AttributeType::kInt;
-  a.i = v;
-  return a;
-}
-graph::Attribute attr_float(const std::string& name, float v) {
-  graph::Attribute a;
-  a.name = name;
-  a.type = graph::AttributeType::kFloat;
-  a.f = v;
-  return a;
-}
+graph::Attribute attr_int(const std::string& name, int64_t v) { return graph::Attribute::make_int(name, v); }
+graph::Attribute attr_float(const std::string& name, float v) { return graph::Attribute::make_float(name, v); }
 graph::Attribute attr_string(const std::string& name, const std::string& v) {
-  graph::Attribute a;
-  a.name = name;
-  a.type = graph::AttributeType::kString;
-  a.s = v;
-  return a;
+  return graph::Attribute::make_string(name, v);
 }
 graph::Attribute attr_ints(const std::string& name, std::vector<int64_t> v) {
-  graph::Attribute a;
-  a.name = name;
-  a.type = graph::AttributeType::kInts;
-  a.ints = std::move(v);
-  return a;
+  return graph::Attribute::make_ints(name, std::move(v));
 }
 graph::Attribute attr_floats(const std::string& name, std::vector<float> v) {
-  graph::Attribute a;
-  a.name = name;
-  a.type = graph::AttributeType::kFloats;
-  a.floats = std::move(v);
-  return a;
+  return graph::Attribute::make_floats(name, std::move(v));
 }
 
 }  // namespace onyx::testing

@@ -8,8 +8,6 @@
 // onnxruntime's contrib ops with its signatures, so a saved optimized model
 // runs there too.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cmath>
 #include <unordered_map>
 #include <unordered_set>
@@ -19,7 +17,6 @@
 
 namespace onyx::optimizer {
 namespace {
-int dbg(int line) { if (std::getenv("ONYX_DBG")) std::fprintf(stderr, "attn fail %d\n", line); return 0; }
 
 bool has_perm(const graph::Node& n, const std::vector<int64_t>& perm) {
   if (!is_op(n, "Transpose")) return false;
@@ -354,13 +351,13 @@ class AttentionFusion final : public Pass {
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& softmax = ctx.node(index);
     if (!ctx.cpu_only() || !is_op(softmax, "Softmax") || softmax.inputs.size() != 1 || softmax.outputs.size() != 1) {
-      return (dbg(1), std::nullopt);
+      return std::nullopt;
     }
-    if (ctx.elem_type(softmax.outputs[0]) != DataType::kFloat) return (dbg(2), std::nullopt);
+    if (ctx.elem_type(softmax.outputs[0]) != DataType::kFloat) return std::nullopt;
     std::optional<size_t> srank = rank_of(ctx, softmax.inputs[0]);
-    if (!srank || *srank != 4) return (dbg(3), std::nullopt);
+    if (!srank || *srank != 4) return std::nullopt;
     const int64_t axis = attribute_int(softmax, "axis", softmax.since_version >= 13 ? -1 : 1);
-    if (axis != -1 && axis != 3) return (dbg(4), std::nullopt);
+    if (axis != -1 && axis != 3) return std::nullopt;
     Match m;
     m.core.push_back(index);
 
@@ -370,12 +367,12 @@ class AttentionFusion final : public Pass {
     size_t pv_index = 0;
     for (int step = 0; step < 3 && pv == nullptr; ++step) {
       const auto& users = ctx.consumers(probs);
-      if (users.size() != 1) return (dbg(5), std::nullopt);
+      if (users.size() != 1) return std::nullopt;
       const graph::Node& u = ctx.node(users[0]);
       if ((is_op(u, "Cast") && attribute_int(u, "to", 0) == static_cast<int64_t>(DataType::kFloat)) ||
           is_op(u, "Identity") || (is_op(u, "Dropout") && u.outputs.size() >= 1)) {
         for (size_t o = 1; o < u.outputs.size(); ++o) {
-          if (u.outputs[o] != graph::kNoValue && !ctx.consumers(u.outputs[o]).empty()) return (dbg(6), std::nullopt);
+          if (u.outputs[o] != graph::kNoValue && !ctx.consumers(u.outputs[o]).empty()) return std::nullopt;
         }
         m.core.push_back(users[0]);
         probs = u.outputs[0];
@@ -383,13 +380,13 @@ class AttentionFusion final : public Pass {
         pv = &u;
         pv_index = users[0];
       } else {
-        return (dbg(7), std::nullopt);
+        return std::nullopt;
       }
     }
-    if (pv == nullptr) return (dbg(8), std::nullopt);
+    if (pv == nullptr) return std::nullopt;
     m.core.push_back(pv_index);
     const auto& pv_users = ctx.consumers(pv->outputs[0]);
-    if (pv_users.size() != 1 || !has_perm(ctx.node(pv_users[0]), {0, 2, 1, 3})) return (dbg(9), std::nullopt);
+    if (pv_users.size() != 1 || !has_perm(ctx.node(pv_users[0]), {0, 2, 1, 3})) return std::nullopt;
     const size_t merge_t = pv_users[0];
     // Exports also read the merged heads' Shape to build the Reshape target.
     std::vector<size_t> mt_users;
@@ -397,7 +394,7 @@ class AttentionFusion final : public Pass {
       if (is_op(ctx.node(u), "Shape")) m.optional.push_back(u);
       else mt_users.push_back(u);
     }
-    if (mt_users.size() != 1 || !is_op(ctx.node(mt_users[0]), "Reshape")) return (dbg(10), std::nullopt);
+    if (mt_users.size() != 1 || !is_op(ctx.node(mt_users[0]), "Reshape")) return std::nullopt;
     const size_t merge_r = mt_users[0];
     m.core.push_back(merge_t);
     m.core.push_back(merge_r);
@@ -411,21 +408,21 @@ class AttentionFusion final : public Pass {
     const graph::Node* qk = nullptr;
     for (int step = 0; step < 6 && qk == nullptr; ++step) {
       const int32_t i = ctx.producer_index(v);
-      if (i < 0) return (dbg(11), std::nullopt);
+      if (i < 0) return std::nullopt;
       const graph::Node& n = ctx.node(static_cast<size_t>(i));
       if (is_op(n, "MatMul") && n.inputs.size() == 2) {
         qk = &n;
         m.core.push_back(static_cast<size_t>(i));
       } else if (is_op(n, "Add") && n.inputs.size() == 2 && mask == graph::kNoValue) {
         const int side = leads_to_scores(ctx, n.inputs[0]) ? 0 : leads_to_scores(ctx, n.inputs[1]) ? 1 : -1;
-        if (side < 0) return (dbg(12), std::nullopt);
+        if (side < 0) return std::nullopt;
         mask = n.inputs[static_cast<size_t>(1 - side)];
         v = n.inputs[static_cast<size_t>(side)];
         m.core.push_back(static_cast<size_t>(i));
       } else if (is_op(n, "Where") && n.inputs.size() == 3 && !causal) {
         std::optional<double> fill = ctx.scalar(n.inputs[2]);
-        if (!fill || !(*fill <= -1000.0)) return (dbg(13), std::nullopt);
-        if (!is_causal_condition(ctx, n.inputs[0], m.optional)) return (dbg(14), std::nullopt);
+        if (!fill || !(*fill <= -1000.0)) return std::nullopt;
+        if (!is_causal_condition(ctx, n.inputs[0], m.optional)) return std::nullopt;
         causal = true;
         v = n.inputs[1];
         m.core.push_back(static_cast<size_t>(i));
@@ -434,10 +431,10 @@ class AttentionFusion final : public Pass {
         v = s->input;
         m.core.push_back(s->node);
       } else {
-        return (dbg(15), std::nullopt);
+        return std::nullopt;
       }
     }
-    if (qk == nullptr) return (dbg(16), std::nullopt);
+    if (qk == nullptr) return std::nullopt;
 
     // Q: optional scale, heads of the query projection.
     int32_t q_side = qk->inputs[0];
@@ -447,7 +444,7 @@ class AttentionFusion final : public Pass {
       m.core.push_back(s->node);
     }
     std::optional<Heads> q = match_heads(ctx, q_side, {0, 2, 1, 3});
-    if (!q) return (dbg(17), std::nullopt);
+    if (!q) return std::nullopt;
     // K: optional scale, then either heads transposed straight to [B, N, D, S],
     // or [B, N, S, D] heads (after a Concat with past keys) transposed.
     int32_t k_side = qk->inputs[1];
@@ -460,7 +457,7 @@ class AttentionFusion final : public Pass {
     std::optional<Heads> k = match_heads(ctx, k_side, {0, 2, 3, 1});
     if (!k) {
       const int32_t ti = ctx.producer_index(k_side);
-      if (ti < 0 || !has_perm(ctx.node(static_cast<size_t>(ti)), {0, 1, 3, 2})) return (dbg(18), std::nullopt);
+      if (ti < 0 || !has_perm(ctx.node(static_cast<size_t>(ti)), {0, 1, 3, 2})) return std::nullopt;
       m.core.push_back(static_cast<size_t>(ti));
       int32_t k4 = ctx.node(static_cast<size_t>(ti)).inputs[0];
       if (auto cat = match_past_concat(ctx, k4, m)) {
@@ -469,7 +466,7 @@ class AttentionFusion final : public Pass {
         k4 = cat->second;
       }
       k = match_heads(ctx, k4, {0, 2, 1, 3});
-      if (!k) return (dbg(19), std::nullopt);
+      if (!k) return std::nullopt;
     }
     int32_t past_value = graph::kNoValue, present_value = graph::kNoValue;
     int32_t v4 = pv->inputs[1];
@@ -479,9 +476,9 @@ class AttentionFusion final : public Pass {
       v4 = cat->second;
     }
     std::optional<Heads> val = match_heads(ctx, v4, {0, 2, 1, 3});
-    if (!val) return (dbg(20), std::nullopt);
-    if ((past_key == graph::kNoValue) != (past_value == graph::kNoValue)) return (dbg(21), std::nullopt);
-    if (q->heads != k->heads || q->heads != val->heads || q->head_size != k->head_size) return (dbg(22), std::nullopt);
+    if (!val) return std::nullopt;
+    if ((past_key == graph::kNoValue) != (past_value == graph::kNoValue)) return std::nullopt;
+    if (q->heads != k->heads || q->heads != val->heads || q->head_size != k->head_size) return std::nullopt;
     const int64_t heads = q->heads;
     for (const Heads* h : {&*q, &*k, &*val}) {
       m.core.insert(m.core.end(), h->nodes.begin(), h->nodes.end());
@@ -490,11 +487,11 @@ class AttentionFusion final : public Pass {
     const int64_t q_hidden = heads * q->head_size, v_hidden = heads * val->head_size;
     // The merged output is [B, S, heads * v_head_size] with the query's B, S.
     if (!reshape_keeps_leading(ctx, ctx.node(merge_r), q->projected, 2, {v_hidden}, v_hidden, &m.optional)) {
-      return (dbg(23), std::nullopt);
+      return std::nullopt;
     }
     if (!cpu_kernel_registry().has_op("com.microsoft", "Attention") ||
         !cpu_kernel_registry().has_op("com.microsoft", "MultiHeadAttention")) {
-      return (dbg(24), std::nullopt);
+      return std::nullopt;
     }
 
     // The mask: Attention takes a raw [B, kv] mask as mask_index, an additive
@@ -503,17 +500,17 @@ class AttentionFusion final : public Pass {
     std::optional<RawMask> raw;
     bool bias_per_head = true;
     if (mask != graph::kNoValue) {
-      if (ctx.elem_type(mask) != DataType::kFloat) return (dbg(25), std::nullopt);
+      if (ctx.elem_type(mask) != DataType::kFloat) return std::nullopt;
       raw = match_raw_mask(ctx, mask);
       if (!raw) {
         const graph::TypeAndShape& info = ctx.info(mask);
-        if (!info.has_shape || info.shape.size() != 4) return (dbg(26), std::nullopt);
+        if (!info.has_shape || info.shape.size() != 4) return std::nullopt;
         // A mask broadcast along queries or keys is not an attention_bias.
         for (size_t d = 2; d < 4; ++d) {
-          if (info.shape[d].is_known() && info.shape[d].value == 1) return (dbg(27), std::nullopt);
+          if (info.shape[d].is_known() && info.shape[d].value == 1) return std::nullopt;
         }
         bias_per_head = info.shape[1].is_known() && info.shape[1].value == heads;
-        if (!bias_per_head && info.shape[1].is_known() && info.shape[1].value != 1) return (dbg(28), std::nullopt);
+        if (!bias_per_head && info.shape[1].is_known() && info.shape[1].value != 1) return std::nullopt;
       }
     }
 
@@ -533,7 +530,7 @@ class AttentionFusion final : public Pass {
     if (present_value != graph::kNoValue) m.reproduced.push_back(present_value);
     std::sort(m.core.begin(), m.core.end());
     m.core.erase(std::unique(m.core.begin(), m.core.end()), m.core.end());
-    if (!closes(ctx, m)) return (dbg(29), std::nullopt);
+    if (!closes(ctx, m)) return std::nullopt;
 
     Patch patch;
     for (size_t n : m.core) patch.remove(n);
@@ -547,7 +544,7 @@ class AttentionFusion final : public Pass {
         mask_input = it->second;
       } else {
         // One Cast per mask: other layers pick it up in the next sweep.
-        if (!pending_casts_.insert(raw->mask).second) return (dbg(30), std::nullopt);
+        if (!pending_casts_.insert(raw->mask).second) return std::nullopt;
         graph::TypeAndShape info = ctx.info(raw->mask);
         info.type = ValueType::tensor(DataType::kInt32);
         mask_input = patch.new_value(ctx.value(raw->mask).name + "_int32", info);
@@ -594,7 +591,7 @@ class AttentionFusion final : public Pass {
         if (qkv_info.has_shape && qkv_info.shape.size() == 3) qkv_info.shape[2] = graph::Dim::known(2 * q_hidden + v_hidden);
         const int32_t qkv = patch.new_value(base + "_qkv", qkv_info);
         const int opset = softmax.opset > 0 ? softmax.opset : 13;
-        if (opset < 13) return (dbg(31), std::nullopt);
+        if (opset < 13) return std::nullopt;
         patch.add_nodes.push_back(make_node("MatMul", "", opset, {pq->x, packed_weight}, {qkv}, base + "_qkv_matmul"));
         Tensor sizes(DataType::kInt64, {3});
         sizes.data<int64_t>()[0] = q_hidden;
@@ -612,7 +609,7 @@ class AttentionFusion final : public Pass {
         // Keep the projections; only their head split goes.
         for (int32_t y : {q->projected, k->projected, val->projected}) {
           std::optional<size_t> r = rank_of(ctx, y);
-          if (!r || *r != 3) return (dbg(32), std::nullopt);
+          if (!r || *r != 3) return std::nullopt;
         }
       }
       std::vector<int32_t> inputs = {query, key, value, packed_bias, mask_input,

@@ -187,7 +187,13 @@ int32_t leading_root_at(const PassContext& ctx, int32_t value, int depth) {
   for (int step = 0; step < 64 && depth <= kMaxDepth; ++step) {
     const graph::Node* n = ctx.producer(value);
     if (n == nullptr || n->inputs.empty() || n->outputs.empty()) break;
-    if (n->outputs[0] != value && !is_op(*n, "Split")) break;
+    // Every output of a Split or a normalization keeps the leading dims
+    // (SkipLayerNormalization's residual sum, LayerNormalization's mean).
+    if (n->outputs[0] != value && !is_op(*n, "Split") && !is_op(*n, "LayerNormalization") &&
+        !(n->domain == "com.microsoft" && (n->op_type == "SkipLayerNormalization" ||
+                                           n->op_type == "SkipSimplifiedLayerNormalization"))) {
+      break;
+    }
     const int32_t a = n->inputs[0];
     const std::string& op = n->op_type;
     if (n->domain == "com.microsoft") {

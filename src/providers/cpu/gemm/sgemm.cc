@@ -537,6 +537,44 @@ void sgemm_packed_b(bool trans_a, int64_t M, float alpha, const float* A, int64_
   run_gemm(kern, M, N, K, alpha, a, b, beta, C, ldc, ep, pool);
 }
 
+int64_t sgemm_tile_rows(const PackedMatrix& A) { return A.empty() ? 1 : PackedAccess::kernel(A)->mr; }
+int64_t sgemm_tile_cols(const PackedMatrix& A) { return A.empty() ? 1 : PackedAccess::kernel(A)->nr; }
+bool sgemm_has_row_pointer_b(const PackedMatrix& A) {
+  return !A.empty() && PackedAccess::kernel(A)->indirect[0] != nullptr;
+}
+
+void sgemm_packed_a_rows_b(const PackedMatrix& A, int64_t i0, int64_t i1, int64_t N, const float* x,
+                           const int64_t* offsets, float beta, float* C, int64_t ldc, const GemmEpilogue& ep) {
+  const int64_t M = A.rows(), K = A.cols();
+  i1 = std::min(i1, M);
+  if (i0 >= i1 || N <= 0) return;
+  if (K <= 0 || A.empty() || !sgemm_has_row_pointer_b(A)) {
+    scale_only(i1 - i0, N, beta, C, ldc, ep);
+    return;
+  }
+  const SgemmKernel& kern = *PackedAccess::kernel(A);
+  const int64_t mr = kern.mr, nr = kern.nr, m_pad = round_up(M, mr);
+  const float* a_packed = PackedAccess::data(A);
+  const bool epilogue = ep.active();
+  for (int64_t p0 = 0; p0 < K; p0 += kern.kc) {
+    const int64_t kc = std::min(kern.kc, K - p0);
+    const float* a_block = a_packed + p0 * m_pad;
+    const float tile_beta = p0 == 0 ? beta : 1.0f;
+    const bool last = p0 + kc >= K;
+    // The B tile (kc rows of NR floats in the image) stays in L1 while every
+    // MR panel of A passes by.
+    for (int64_t jr = 0; jr < N; jr += nr) {
+      const int64_t n = std::min(nr, N - jr);
+      for (int64_t ir = i0; ir < i1; ir += mr) {
+        const int64_t m = std::min(mr, i1 - ir);
+        float* c = C + (ir - i0) * ldc + jr;
+        kern.indirect[m - 1](kc, a_block + ir * kc, x + jr, offsets + p0, c, ldc, n, 1.0f, tile_beta);
+        if (last && epilogue) apply_epilogue(c, ldc, m, n, ir, jr, ep);
+      }
+    }
+  }
+}
+
 template <>
 void gemm<float>(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, ThreadPool* pool) {

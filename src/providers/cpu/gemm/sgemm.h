@@ -85,6 +85,22 @@ void sgemm_packed_a(const PackedMatrix& A, bool trans_b, int64_t N, float alpha,
 void sgemm_packed_b(bool trans_a, int64_t M, float alpha, const float* A, int64_t lda, const PackedMatrix& B,
                     float beta, float* C, int64_t ldc, ThreadPool* pool, const GemmEpilogue& epilogue = {});
 
+// The tile of A's microkernel: rows of an MR panel and columns of an NR panel.
+int64_t sgemm_tile_rows(const PackedMatrix& A);
+int64_t sgemm_tile_cols(const PackedMatrix& A);
+// Whether sgemm_packed_a_rows_b runs with A's microkernel (AVX2 and AVX-512).
+bool sgemm_has_row_pointer_b(const PackedMatrix& A);
+
+// C = op(A)[rows i0..i1) * B + beta * C, then the epilogue (its row_bias
+// indexed by A's row), single-threaded, where B (K x N) is given by rows:
+// B(p, j) = x[offsets[p] + j]. Every row must be readable up to
+// round_up(N, sgemm_tile_cols(A)) floats (the microkernel loads whole tiles
+// and only masks the stores). i0 is a multiple of sgemm_tile_rows(A); C
+// points at row i0. Convolutions use it with rows pointing into a padded
+// input, instead of copying the column matrix (im2col) and packing it.
+void sgemm_packed_a_rows_b(const PackedMatrix& A, int64_t i0, int64_t i1, int64_t N, const float* x,
+                           const int64_t* offsets, float beta, float* C, int64_t ldc, const GemmEpilogue& epilogue = {});
+
 // The same contract for every type: gemm<float> is sgemm; double and the
 // integer types (int32, int64, uint32, uint64; these wrap around on overflow)
 // use cache-friendly loops parallel over rows, not packed.

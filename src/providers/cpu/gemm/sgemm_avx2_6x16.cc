@@ -22,13 +22,26 @@ ONYX_AVX2 inline void column_masks(int64_t n, __m256i& lo, __m256i& hi) {
   hi = _mm256_cmpgt_epi32(limit, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
 }
 
-template <int M>
-ONYX_AVX2 void tile_6x16(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t n, float alpha,
-                         float beta) {
+// Where the tile finds row p of its B block: a packed panel (unit stride of
+// kNR) or rows of a padded image (one offset per k step, see IndirectKernel).
+struct PackedRows {
+  const float* b;
+  const float* row(int64_t p) const { return b + p * kNR; }
+};
+struct IndirectRows {
+  const float* x;
+  const int64_t* offsets;
+  const float* row(int64_t p) const { return x + offsets[p]; }
+};
+
+template <int M, typename Rows>
+ONYX_AVX2 inline __attribute__((always_inline)) void tile_body(int64_t k, const float* a, Rows rows, float* c,
+                                                               int64_t ldc, int64_t n, float alpha, float beta) {
   __m256 acc0[M], acc1[M];
 #pragma GCC unroll 6
   for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm256_setzero_ps();
   for (int64_t p = 0; p < k; ++p) {
+    const float* b = rows.row(p);
     const __m256 b0 = _mm256_loadu_ps(b);
     const __m256 b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
@@ -38,7 +51,6 @@ ONYX_AVX2 void tile_6x16(int64_t k, const float* a, const float* b, float* c, in
       acc1[i] = _mm256_fmadd_ps(ai, b1, acc1[i]);
     }
     a += kMR;
-    b += kNR;
   }
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
   if (n == kNR) {
@@ -68,6 +80,18 @@ ONYX_AVX2 void tile_6x16(int64_t k, const float* a, const float* b, float* c, in
     _mm256_maskstore_ps(row, m0, v0);
     _mm256_maskstore_ps(row + 8, m1, v1);
   }
+}
+
+template <int M>
+ONYX_AVX2 void tile_6x16(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t n, float alpha,
+                         float beta) {
+  tile_body<M>(k, a, PackedRows{b}, c, ldc, n, alpha, beta);
+}
+
+template <int M>
+ONYX_AVX2 void indirect_6x16(int64_t k, const float* a, const float* x, const int64_t* offsets, float* c, int64_t ldc,
+                             int64_t n, float alpha, float beta) {
+  tile_body<M>(k, a, IndirectRows{x, offsets}, c, ldc, n, alpha, beta);
 }
 
 // One row: two k steps per iteration so four independent accumulators hide
@@ -104,6 +128,7 @@ const SgemmKernel kAvx2 = {
     "avx2_6x16", kMR, kNR, /*kc=*/256, /*mc=*/144,
     {tile_6x16<1>, tile_6x16<2>, tile_6x16<3>, tile_6x16<4>, tile_6x16<5>, tile_6x16<6>},
     row_6x16,
+    {indirect_6x16<1>, indirect_6x16<2>, indirect_6x16<3>, indirect_6x16<4>, indirect_6x16<5>, indirect_6x16<6>},
 };
 
 }  // namespace

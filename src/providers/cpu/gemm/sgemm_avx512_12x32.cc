@@ -21,13 +21,26 @@ inline void column_masks(int64_t n, __mmask16& lo, __mmask16& hi) {
   hi = static_cast<__mmask16>(n >= 32 ? 0xFFFF : n <= 16 ? 0 : (1u << (n - 16)) - 1);
 }
 
-template <int M>
-ONYX_AVX512 void tile_12x32(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t n, float alpha,
-                            float beta) {
+// Where the tile finds row p of its B block: a packed panel (unit stride of
+// kNR) or rows of a padded image (one offset per k step, see IndirectKernel).
+struct PackedRows {
+  const float* b;
+  const float* row(int64_t p) const { return b + p * kNR; }
+};
+struct IndirectRows {
+  const float* x;
+  const int64_t* offsets;
+  const float* row(int64_t p) const { return x + offsets[p]; }
+};
+
+template <int M, typename Rows>
+ONYX_AVX512 inline __attribute__((always_inline)) void tile_body(int64_t k, const float* a, Rows rows, float* c,
+                                                                 int64_t ldc, int64_t n, float alpha, float beta) {
   __m512 acc0[M], acc1[M];
 #pragma GCC unroll 12
   for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
   for (int64_t p = 0; p < k; ++p) {
+    const float* b = rows.row(p);
     const __m512 b0 = _mm512_loadu_ps(b);
     const __m512 b1 = _mm512_loadu_ps(b + 16);
 #pragma GCC unroll 12
@@ -37,7 +50,6 @@ ONYX_AVX512 void tile_12x32(int64_t k, const float* a, const float* b, float* c,
       acc1[i] = _mm512_fmadd_ps(ai, b1, acc1[i]);
     }
     a += kMR;
-    b += kNR;
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   __mmask16 m0, m1;
@@ -53,6 +65,18 @@ ONYX_AVX512 void tile_12x32(int64_t k, const float* a, const float* b, float* c,
     _mm512_mask_storeu_ps(row, m0, v0);
     _mm512_mask_storeu_ps(row + 16, m1, v1);
   }
+}
+
+template <int M>
+ONYX_AVX512 void tile_12x32(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t n, float alpha,
+                            float beta) {
+  tile_body<M>(k, a, PackedRows{b}, c, ldc, n, alpha, beta);
+}
+
+template <int M>
+ONYX_AVX512 void indirect_12x32(int64_t k, const float* a, const float* x, const int64_t* offsets, float* c,
+                                int64_t ldc, int64_t n, float alpha, float beta) {
+  tile_body<M>(k, a, IndirectRows{x, offsets}, c, ldc, n, alpha, beta);
 }
 
 // One row: two k steps per iteration so four independent accumulators hide
@@ -90,6 +114,9 @@ const SgemmKernel kAvx512 = {
     {tile_12x32<1>, tile_12x32<2>, tile_12x32<3>, tile_12x32<4>, tile_12x32<5>, tile_12x32<6>, tile_12x32<7>,
      tile_12x32<8>, tile_12x32<9>, tile_12x32<10>, tile_12x32<11>, tile_12x32<12>},
     row_12x32,
+    {indirect_12x32<1>, indirect_12x32<2>, indirect_12x32<3>, indirect_12x32<4>, indirect_12x32<5>,
+     indirect_12x32<6>, indirect_12x32<7>, indirect_12x32<8>, indirect_12x32<9>, indirect_12x32<10>,
+     indirect_12x32<11>, indirect_12x32<12>},
 };
 
 }  // namespace

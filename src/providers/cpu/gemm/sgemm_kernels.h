@@ -20,6 +20,13 @@ using MicroKernel = void (*)(int64_t k, const float* a, const float* b, float* c
 // against one packed B panel (M == 1, where an MR-row tile would waste MR-1 rows).
 using RowKernel = void (*)(int64_t k, const float* x, const float* b, float* y, int64_t n, float alpha, float beta);
 
+// The same tile with B given as rows of any buffer: row p of the K x NR block
+// is the NR floats at x + offsets[p] (all NR readable even past the matrix's
+// right edge). Convolutions point the rows into a padded input image, which
+// makes the packing of B (im2col) unnecessary.
+using IndirectKernel = void (*)(int64_t k, const float* a, const float* x, const int64_t* offsets, float* c,
+                                int64_t ldc, int64_t n, float alpha, float beta);
+
 constexpr int kMaxMR = 16;
 
 struct SgemmKernel {
@@ -32,6 +39,7 @@ struct SgemmKernel {
   int64_t mc;
   MicroKernel tile[kMaxMR];  // tile[m - 1] computes m rows, m = 1..mr
   RowKernel row;
+  IndirectKernel indirect[kMaxMR];  // indirect[m - 1]; all null where the ISA has none
 };
 
 // The kernels each ISA file provides; nullptr where the file was compiled for

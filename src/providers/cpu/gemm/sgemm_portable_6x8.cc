@@ -78,6 +78,7 @@ const SgemmKernel kPortable = {
     "portable_6x8", kMR, kNR, /*kc=*/256, /*mc=*/96,
     {tile_6x8<1>, tile_6x8<2>, tile_6x8<3>, tile_6x8<4>, tile_6x8<5>, tile_6x8<6>},
     row_6x8,
+    {},  // no indirect tiles: convolutions use im2col here
 };
 
 }  // namespace

@@ -180,10 +180,13 @@ class UnaryKernel final : public Kernel {
       Tensor& y = ctx.allocate_output(0, x->dtype(), x->shape());
       const Op op = op_;
       if constexpr (std::is_same_v<T, float> && kHasFloatArray<Op>) {
+        // Op named through T: clang checks non-dependent expressions even in
+        // a discarded branch, and most ops have no float_array.
+        const std::conditional_t<std::is_same_v<T, float>, Op, Op>& float_op = op;
         const float* xp = x->data<float>();
         float* yp = y.data<float>();
         parallel_for(ctx.thread_pool(), x->size(), Op::kCost,
-                     [&](int64_t begin, int64_t end) { op.float_array(xp + begin, yp + begin, end - begin); });
+                     [&](int64_t begin, int64_t end) { float_op.float_array(xp + begin, yp + begin, end - begin); });
         return Status::ok();
       }
       unary_map(

@@ -203,21 +203,203 @@ std::vector<PackedMatrix> pack_weights(const float* weights, int64_t group, int6
   return packed;
 }
 
+// y[i] = act(y[i]) for i < n.
+void apply_activation(float* y, int64_t n, const GemmEpilogue& act) {
+  switch (act.activation) {
+    case GemmActivation::kNone: break;
+    case GemmActivation::kRelu:
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+      break;
+    case GemmActivation::kClip:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i], act.clip_min), act.clip_max);
+      break;
+    case GemmActivation::kLeakyRelu:
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] >= 0.0f ? y[i] : y[i] * act.leaky_alpha;
+      break;
+  }
+}
+
+// The input of one image laid out so that sgemm_packed_a_rows_b can read the
+// column matrix of a 1-D or 2-D convolution in place: zero-padded, and for a
+// stride s split into s x s phase planes, plane (rh, rw) of channel c holding
+// padded(c, i * sh + rh, j * sw + rw) for i < hq, j < wq. Then the tap (kh, kw)
+// of output (oh, ow) is at a fixed offset from oh * wq + ow: the GEMM columns
+// are q = oh * wq + ow, of which those with ow >= Wo are computed and dropped.
+struct PhasePlanes {
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0;
+  int64_t ih = 1, iw = 1, oh = 1, ow = 1, kh = 1, kw = 1;
+  int64_t hq = 1, wq = 1;
+  int64_t plane = 1, channel_stride = 1;
+  // Only the phases some tap reads are stored (a 1x1 stride-2 kernel reads
+  // one of four): slot[rh * sw + rw] is the phase's place, -1 when unused.
+  std::vector<int64_t> slot;
+  std::vector<int64_t> phases;  // rh * sw + rw of each stored phase, in order
+
+  explicit PhasePlanes(const Window& w) {
+    const size_t r = w.rank();
+    if (r == 2) {
+      sh = w.strides[0], dh = w.dilations[0], pt = w.pads[0], ih = w.input[0], oh = w.output[0], kh = w.kernel[0];
+    }
+    sw = w.strides[r - 1], dw = w.dilations[r - 1], pl = w.pads[r - 1], iw = w.input[r - 1], ow = w.output[r - 1];
+    kw = w.kernel[r - 1];
+    const int64_t hp = ih + pt + (r == 2 ? w.pads[r] : 0), wp = iw + pl + w.pads[2 * r - 1];
+    hq = (hp + sh - 1) / sh;
+    wq = (wp + sw - 1) / sw;
+    plane = hq * wq;
+    slot.assign(static_cast<size_t>(sh * sw), -1);
+    for (int64_t a = 0; a < kh; ++a)
+      for (int64_t b = 0; b < kw; ++b) slot[static_cast<size_t>(((a * dh) % sh) * sw + (b * dw) % sw)] = 0;
+    for (size_t p = 0; p < slot.size(); ++p) {
+      if (slot[p] < 0) continue;
+      slot[p] = static_cast<int64_t>(phases.size());
+      phases.push_back(static_cast<int64_t>(p));
+    }
+    channel_stride = static_cast<int64_t>(phases.size()) * plane;
+  }
+  int64_t columns() const { return oh * wq; }
+
+  // Fills the planes of `channels` channels from x (C x ih x iw).
+  void fill(const float* x, int64_t channels, float* planes, ThreadPool* pool) const {
+    const int64_t count = static_cast<int64_t>(phases.size());
+    parallel_for(pool, channels * count, static_cast<double>(plane), [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t c = t / count, phase = phases[static_cast<size_t>(t % count)];
+        const int64_t rh = phase / sw, rw = phase % sw;
+        const float* xc = x + c * ih * iw;
+        float* dst = planes + c * channel_stride + (t % count) * plane;
+        // Plane columns j with 0 <= j * sw + rw - pl < iw.
+        const int64_t j_lo = std::min(wq, std::max<int64_t>(0, (pl - rw + sw - 1) / sw));
+        const int64_t j_hi = std::max(j_lo, std::min(wq, (iw + pl - rw + sw - 1) / sw));
+        for (int64_t i = 0; i < hq; ++i) {
+          float* row = dst + i * wq;
+          const int64_t in_row = i * sh + rh - pt;
+          if (in_row < 0 || in_row >= ih) {
+            std::fill(row, row + wq, 0.0f);
+            continue;
+          }
+          const float* src = xc + in_row * iw;
+          std::fill(row, row + j_lo, 0.0f);
+          if (sw == 1) {
+            std::memcpy(row + j_lo, src + j_lo + rw - pl, static_cast<size_t>(j_hi - j_lo) * sizeof(float));
+          } else {
+            for (int64_t j = j_lo; j < j_hi; ++j) row[j] = src[j * sw + rw - pl];
+          }
+          std::fill(row + j_hi, row + wq, 0.0f);
+        }
+      }
+    });
+  }
+
+  // Offset of each GEMM row (c, kh, kw), in W's order, from column 0.
+  std::vector<int64_t> offsets(int64_t channels) const {
+    std::vector<int64_t> off(static_cast<size_t>(channels * kh * kw));
+    size_t k = 0;
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t a = 0; a < kh; ++a)
+        for (int64_t b = 0; b < kw; ++b) {
+          const int64_t th = a * dh, tw = b * dw;
+          const int64_t phase = slot[static_cast<size_t>((th % sh) * sw + tw % sw)];
+          off[k++] = c * channel_stride + phase * plane + (th / sh) * wq + tw / sw;
+        }
+    return off;
+  }
+};
+
+// A float buffer of at least `count` elements, kept per thread between calls:
+// a fresh allocation of a few MiB would page-fault in on every run. The
+// contents are not initialized.
+float* thread_buffer(int slot, size_t count) {
+  thread_local std::vector<float> buffers[2];
+  std::vector<float>& b = buffers[slot];
+  if (b.size() < count) {
+    b.clear();
+    b.shrink_to_fit();
+    b.resize(count);
+  }
+  return b.data();
+}
+
+// Y = conv(X, W) + B through sgemm_packed_a_rows_b on phase planes (no im2col):
+// tasks are (group, column chunk, row range), each a single-threaded GEMM
+// into a small buffer whose valid columns are then copied to Y, adding the
+// residual and activation there when there is a residual.
+void convolve_planes(const float* x, const std::vector<PackedMatrix>& packed, const float* bias, float* y,
+                     int64_t batch, int64_t in_channels, int64_t out_channels, int64_t group, const Window& w,
+                     ThreadPool* pool, const float* residual, const GemmEpilogue& activation) {
+  const PhasePlanes pp(w);
+  const int64_t cg = in_channels / group, mg = out_channels / group;
+  const int64_t out_size = w.output_size(), columns = pp.columns();
+  const PackedMatrix& first = packed.front();
+  const int64_t mr = sgemm_tile_rows(first), nr = sgemm_tile_cols(first);
+  const std::vector<int64_t> offsets = pp.offsets(cg);
+  // Whole tiles read up to NR floats past the last column, a row past the last
+  // plane: that slack is zeroed, so the dropped columns compute on zeros.
+  const size_t plane_floats = static_cast<size_t>(in_channels * pp.channel_stride);
+  const size_t slack = static_cast<size_t>(pp.wq + 2 * nr);
+  float* planes = thread_buffer(0, plane_floats + slack);
+  std::fill(planes + plane_floats, planes + plane_floats + slack, 0.0f);
+  const int64_t threads = pool == nullptr ? 1 : pool->parallelism();
+  // A chunk of columns whose mg x cols buffer stays in L2 (128 KiB) while the
+  // K blocks accumulate into it.
+  const int64_t cols = std::min((columns + nr - 1) / nr * nr, std::max(nr, (int64_t{32768} / mg) / nr * nr));
+  const int64_t chunks = (columns + cols - 1) / cols;
+  const int64_t m_panels = (mg + mr - 1) / mr;
+  int64_t m_splits = 1;
+  while (threads > 1 && group * chunks * m_splits < 2 * threads && m_splits * 2 <= m_panels) m_splits *= 2;
+  const int64_t rows_max = (m_panels + m_splits - 1) / m_splits * mr;
+  const int64_t tasks = group * chunks * m_splits;
+  for (int64_t n = 0; n < batch; ++n) {
+    pp.fill(x + n * in_channels * pp.ih * pp.iw, in_channels, planes, pool);
+    float* yn = y + n * out_channels * out_size;
+    const float* zn = residual != nullptr ? residual + n * out_channels * out_size : nullptr;
+    parallel_for(pool, tasks, 2.0 * static_cast<double>(rows_max * cols * cg * pp.kh * pp.kw),
+                 [&](int64_t begin, int64_t end) {
+                   float* tile = thread_buffer(1, static_cast<size_t>(rows_max * cols));
+                   for (int64_t t = begin; t < end; ++t) {
+                     const int64_t g = t / (chunks * m_splits), chunk = (t / m_splits) % chunks, ms = t % m_splits;
+                     const int64_t i0 = ms * m_panels / m_splits * mr;
+                     const int64_t i1 = std::min(mg, (ms + 1) * m_panels / m_splits * mr);
+                     const int64_t q0 = chunk * cols, q1 = std::min(columns, q0 + cols);
+                     if (i0 >= i1) continue;
+                     GemmEpilogue ep = activation;
+                     ep.row_bias = bias != nullptr ? bias + g * mg : nullptr;
+                     ep.col_bias = nullptr;
+                     if (zn != nullptr) ep.activation = GemmActivation::kNone;  // after the residual, below
+                     sgemm_packed_a_rows_b(packed[static_cast<size_t>(g)], i0, i1, q1 - q0,
+                                           planes + g * cg * pp.channel_stride + q0, offsets.data(), 0.0f, tile,
+                                           cols, ep);
+                     // Copy the valid columns (ow < Wo) of each output row.
+                     for (int64_t m = i0; m < i1; ++m) {
+                       const float* src = tile + (m - i0) * cols;
+                       const int64_t channel = (g * mg + m) * out_size;
+                       for (int64_t q = q0; q < q1;) {
+                         const int64_t orow = q / pp.wq, ocol = q % pp.wq;
+                         const int64_t next = std::min(q1, (orow + 1) * pp.wq);
+                         const int64_t valid = std::max<int64_t>(0, std::min(pp.ow, ocol + next - q) - ocol);
+                         float* dst = yn + channel + orow * pp.ow + ocol;
+                         if (zn == nullptr) {
+                           std::memcpy(dst, src + (q - q0), static_cast<size_t>(valid) * sizeof(float));
+                         } else {
+                           const float* z = zn + channel + orow * pp.ow + ocol;
+                           for (int64_t j = 0; j < valid; ++j) dst[j] = src[q - q0 + j] + z[j];
+                           apply_activation(dst, valid, activation);
+                         }
+                         q = next;
+                       }
+                     }
+                   }
+                 });
+  }
+}
+
 // y[i] = act(y[i] + residual[i]) (residual may be null) where the GEMM's
 // write-back could not do it (the depthwise kernel).
 void apply_residual_and_activation(float* y, const float* residual, int64_t n, const GemmEpilogue& act,
                                    ThreadPool* pool) {
   parallel_for(pool, n, 2.0, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      float v = residual != nullptr ? y[i] + residual[i] : y[i];
-      switch (act.activation) {
-        case GemmActivation::kNone: break;
-        case GemmActivation::kRelu: v = v > 0.0f ? v : 0.0f; break;
-        case GemmActivation::kClip: v = std::min(std::max(v, act.clip_min), act.clip_max); break;
-        case GemmActivation::kLeakyRelu: v = v >= 0.0f ? v : v * act.leaky_alpha; break;
-      }
-      y[i] = v;
-    }
+    if (residual != nullptr)
+      for (int64_t i = begin; i < end; ++i) y[i] += residual[i];
+    apply_activation(y + begin, end - begin, act);
   });
 }
 
@@ -247,6 +429,17 @@ void convolve_float(const float* x, const float* weights, const std::vector<Pack
   bool pointwise = true;  // 1x1, stride 1, no padding: X is already the column matrix
   for (size_t d = 0; d < w.rank(); ++d) {
     pointwise = pointwise && w.kernel[d] == 1 && w.strides[d] == 1 && w.pads[d] == 0 && w.pads[d + w.rank()] == 0;
+  }
+  if (!pointwise && w.rank() <= 2 && sgemm_has_row_pointer_b(packed->front())) {
+    // Phase planes instead of im2col, unless the dropped columns (ow >= Wo)
+    // would cost more than the copy they save.
+    const PhasePlanes pp(w);
+    const int64_t nr = sgemm_tile_cols(packed->front());
+    auto tiles = [nr](int64_t c) { return (c + nr - 1) / nr; };
+    if (4 * tiles(pp.columns()) <= 5 * tiles(out_size)) {
+      convolve_planes(x, *packed, bias, y, batch, in_channels, out_channels, group, w, pool, residual, activation);
+      return;
+    }
   }
   auto epilogue_for = [&](int64_t g) {
     GemmEpilogue ep = activation;

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds the core and the C++ tests with AddressSanitizer, LeakSanitizer and
+# UndefinedBehaviorSanitizer (-DONYX_SANITIZE=ON, in build-asan, ccache on when
+# installed) and runs onyx_tests under them. Exits non-zero on a failing test
+# or on any sanitizer report (memory error, leak, undefined behaviour).
+#
+#   scripts/sanitize.sh                 # every test
+#   scripts/sanitize.sh 'Session*:Limits*'   # a --gtest_filter
+#
+# ONYX_ASAN_BUILD_DIR overrides the build folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${ONYX_ASAN_BUILD_DIR:-build-asan}
+filter=${1:-*}
+jobs=$(nproc)
+
+# -O2 keeps the suite fast; -g1 (line tables) is enough for symbolized stack
+# traces at a fraction of full debug info's compile time. NDEBUG stays off so
+# that asserts and the optimizer's verify-after-each-pass run too.
+cmake -S . -B "$build" -G Ninja -DONYX_SANITIZE=ON -DONYX_PYTHON=OFF -DONYX_BUILD_TESTS=ON \
+  -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O2 -g1" -DCMAKE_C_FLAGS_SANITIZE="-O2 -g1" >/dev/null
+cmake --build "$build" -j "$jobs" --target onyx_tests
+
+log="$build/sanitize.log"
+echo "== onyx_tests under ASan+LSan+UBSan (log: $log)"
+status=0
+# halt_on_error: the first report ends the run with a non-zero status;
+# detect_leaks: LeakSanitizer reports at exit and then exits non-zero.
+ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  "$build/onyx_tests" --gtest_brief=1 --gtest_filter="$filter" 2>&1 | tee "$log" || status=$?
+
+# A report that did not change the exit status (a sanitizer in recover mode,
+# a report from a thread the test harness swallowed) still fails the run.
+if grep -qE "ERROR: (AddressSanitizer|LeakSanitizer)|: runtime error: |SUMMARY: UndefinedBehaviorSanitizer" "$log"; then
+  echo "sanitize.sh: sanitizer report(s) in $log" >&2
+  [ "$status" -ne 0 ] || status=1
+fi
+if [ "$status" -ne 0 ]; then
+  echo "sanitize.sh: FAILED (exit $status)" >&2
+else
+  echo "sanitize.sh: clean"
+fi
+exit "$status"
