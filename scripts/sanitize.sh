@@ -26,7 +26,7 @@ echo "== onyx_tests under ASan+LSan+UBSan (log: $log)"
 status=0
 # halt_on_error: the first report ends the run with a non-zero status;
 # detect_leaks: LeakSanitizer reports at exit and then exits non-zero.
-ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   "$build/onyx_tests" --gtest_brief=1 --gtest_filter="$filter" 2>&1 | tee "$log" || status=$?
 

@@ -174,42 +174,6 @@ graph::Node make_node(const std::string& op_type, const std::string& domain, int
   return node;
 }
 
-graph::Attribute int_attribute(const std::string& name, int64_t v) {
-  graph::Attribute a;
-  a.name = name;
-  a.type = graph::AttributeType::kInt;
-  a.i = v;
-  return a;
-}
-graph::Attribute float_attribute(const std::string& name, float v) {
-  graph::Attribute a;
-  a.name = name;
-  a.type = graph::AttributeType::kFloat;
-  a.f = v;
-  return a;
-}
-graph::Attribute string_attribute(const std::string& name, const std::string& v) {
-  graph::Attribute a;
-  a.name = name;
-  a.type = graph::AttributeType::kString;
-  a.s = v;
-  return a;
-}
-graph::Attribute ints_attribute(const std::string& name, std::vector<int64_t> v) {
-  graph::Attribute a;
-  a.name = name;
-  a.type = graph::AttributeType::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-graph::Attribute floats_attribute(const std::string& name, std::vector<float> v) {
-  graph::Attribute a;
-  a.name = name;
-  a.type = graph::AttributeType::kFloats;
-  a.floats = std::move(v);
-  return a;
-}
-
 int64_t attribute_int(const graph::Node& node, const std::string& name, int64_t default_value) {
   const graph::Attribute* a = node.attribute(name);
   return a != nullptr && a->type == graph::AttributeType::kInt ? a->i : default_value;

@@ -111,11 +111,6 @@ class Pass {
 // schema at `opset`; other domains (com.microsoft) get since_version = opset = 1.
 graph::Node make_node(const std::string& op_type, const std::string& domain, int opset, std::vector<int32_t> inputs,
                       std::vector<int32_t> outputs, const std::string& name);
-graph::Attribute int_attribute(const std::string& name, int64_t v);
-graph::Attribute float_attribute(const std::string& name, float v);
-graph::Attribute string_attribute(const std::string& name, const std::string& v);
-graph::Attribute ints_attribute(const std::string& name, std::vector<int64_t> v);
-graph::Attribute floats_attribute(const std::string& name, std::vector<float> v);
 // Integer attribute with a default.
 int64_t attribute_int(const graph::Node& node, const std::string& name, int64_t default_value);
 float attribute_float(const graph::Node& node, const std::string& name, float default_value);

@@ -69,12 +69,12 @@ class ActivationFusion final : public Pass {
     fused.opset = 1;
     fused.since_version = 1;
     fused.outputs = {act.outputs[0]};
-    fused.attributes["activation"] = string_attribute("activation", a->name);
+    fused.attributes["activation"] = graph::Attribute::make_string("activation", a->name);
     if (conv) {
-      if (!a->params.empty()) fused.attributes["activation_params"] = floats_attribute("activation_params", a->params);
+      if (!a->params.empty()) fused.attributes["activation_params"] = graph::Attribute::make_floats("activation_params", a->params);
     } else {
-      if (!a->params.empty()) fused.attributes["activation_alpha"] = float_attribute("activation_alpha", a->params[0]);
-      if (a->params.size() > 1) fused.attributes["activation_beta"] = float_attribute("activation_beta", a->params[1]);
+      if (!a->params.empty()) fused.attributes["activation_alpha"] = graph::Attribute::make_float("activation_alpha", a->params[0]);
+      if (a->params.size() > 1) fused.attributes["activation_beta"] = graph::Attribute::make_float("activation_beta", a->params[1]);
     }
     patch.add_nodes.push_back(std::move(fused));
     return patch;

@@ -550,7 +550,7 @@ class AttentionFusion final : public Pass {
         mask_input = patch.new_value(ctx.value(raw->mask).name + "_int32", info);
         graph::Node cast = make_node("Cast", "", softmax.opset > 0 ? softmax.opset : 13, {raw->mask}, {mask_input},
                                      ctx.value(raw->mask).name + "_to_int32");
-        cast.attributes["to"] = int_attribute("to", static_cast<int64_t>(DataType::kInt32));
+        cast.attributes["to"] = graph::Attribute::make_int("to", static_cast<int64_t>(DataType::kInt32));
         patch.add_nodes.push_back(std::move(cast));
       }
     }
@@ -583,7 +583,7 @@ class AttentionFusion final : public Pass {
       if (mask != graph::kNoValue && !raw) inputs = {pq->x, packed_weight, packed_bias, graph::kNoValue, graph::kNoValue, mask};
       while (inputs.back() == graph::kNoValue) inputs.pop_back();
       fused = make_node("Attention", "com.microsoft", 1, inputs, {result}, base);
-      if (v_hidden != q_hidden) fused.attributes["qkv_hidden_sizes"] = ints_attribute("qkv_hidden_sizes", {q_hidden, q_hidden, v_hidden});
+      if (v_hidden != q_hidden) fused.attributes["qkv_hidden_sizes"] = graph::Attribute::make_ints("qkv_hidden_sizes", {q_hidden, q_hidden, v_hidden});
     } else {
       int32_t query = q->projected, key = k->projected, value = val->projected;
       if (packed) {
@@ -603,7 +603,7 @@ class AttentionFusion final : public Pass {
         key = patch.new_value(base + "_k", qi);
         value = patch.new_value(base + "_v", vi);
         graph::Node split = make_node("Split", "", opset, {qkv, split_sizes}, {query, key, value}, base + "_qkv_split");
-        split.attributes["axis"] = int_attribute("axis", 2);
+        split.attributes["axis"] = graph::Attribute::make_int("axis", 2);
         patch.add_nodes.push_back(std::move(split));
       } else {
         // Keep the projections; only their head split goes.
@@ -619,11 +619,11 @@ class AttentionFusion final : public Pass {
       if (has_past) outputs = {result, present_key, present_value};
       fused = make_node("MultiHeadAttention", "com.microsoft", 1, inputs, outputs, base);
     }
-    fused.attributes["num_heads"] = int_attribute("num_heads", heads);
-    if (std::fabs(scale - default_scale) > 1e-6f * default_scale) fused.attributes["scale"] = float_attribute("scale", scale);
-    if (causal) fused.attributes["unidirectional"] = int_attribute("unidirectional", 1);
+    fused.attributes["num_heads"] = graph::Attribute::make_int("num_heads", heads);
+    if (std::fabs(scale - default_scale) > 1e-6f * default_scale) fused.attributes["scale"] = graph::Attribute::make_float("scale", scale);
+    if (causal) fused.attributes["unidirectional"] = graph::Attribute::make_int("unidirectional", 1);
     if (raw && raw->filter_value != -10000.0f) {
-      fused.attributes["mask_filter_value"] = float_attribute("mask_filter_value", raw->filter_value);
+      fused.attributes["mask_filter_value"] = graph::Attribute::make_float("mask_filter_value", raw->filter_value);
     }
     patch.add_nodes.push_back(std::move(fused));
     // Shape inference does not cover com.microsoft ops: say what comes out,

@@ -186,8 +186,8 @@ class LayerNormFusion final : public Pass {
     for (size_t n : group.nodes()) patch.remove(n);
     graph::Node ln = make_node("LayerNormalization", "", 17, {x, gamma, beta}, {result},
                                mean_node.name.empty() ? "LayerNorm" : mean_node.name + "_layer_norm");
-    ln.attributes["axis"] = int_attribute("axis", -1);
-    ln.attributes["epsilon"] = float_attribute("epsilon", static_cast<float>(*epsilon));
+    ln.attributes["axis"] = graph::Attribute::make_int("axis", -1);
+    ln.attributes["epsilon"] = graph::Attribute::make_float("epsilon", static_cast<float>(*epsilon));
     patch.add_nodes.push_back(std::move(ln));
     return patch;
   }

@@ -79,9 +79,9 @@ class MatMulScaleFusion final : public Pass {
     }
     graph::Node fused = make_node("FusedMatMul", "com.microsoft", 1, inputs, {result},
                                   mm.name.empty() ? "FusedMatMul" : mm.name + "_fused");
-    fused.attributes["alpha"] = float_attribute("alpha", alpha);
-    fused.attributes["transA"] = int_attribute("transA", trans[0]);
-    fused.attributes["transB"] = int_attribute("transB", trans[1]);
+    fused.attributes["alpha"] = graph::Attribute::make_float("alpha", alpha);
+    fused.attributes["transA"] = graph::Attribute::make_int("transA", trans[0]);
+    fused.attributes["transB"] = graph::Attribute::make_int("transB", trans[1]);
     patch.add_nodes.push_back(std::move(fused));
     return patch;
   }

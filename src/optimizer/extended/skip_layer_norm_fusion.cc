@@ -97,7 +97,7 @@ class SkipLayerNormFusion final : public Pass {
                                   {a, b, ln.inputs[1], ln.inputs[2]}, outputs,
                                   ln.name.empty() ? "SkipLayerNorm" : ln.name + "_skip");
     if (bias != graph::kNoValue) fused.inputs.push_back(bias);
-    fused.attributes["epsilon"] = float_attribute("epsilon", attribute_float(ln, "epsilon", 1e-5f));
+    fused.attributes["epsilon"] = graph::Attribute::make_float("epsilon", attribute_float(ln, "epsilon", 1e-5f));
     patch.add_nodes.push_back(std::move(fused));
     return patch;
   }

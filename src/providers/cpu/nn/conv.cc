@@ -245,6 +245,11 @@ struct PhasePlanes {
     const int64_t hp = ih + pt + (r == 2 ? w.pads[r] : 0), wp = iw + pl + w.pads[2 * r - 1];
     hq = (hp + sh - 1) / sh;
     wq = (wp + sw - 1) / sw;
+    // With stride 1 across, a row needs no right padding of its own: reads
+    // past its end land in the next row's left padding (or the zeroed slack
+    // after the last row), which is zero as long as it is at least as wide.
+    const int64_t pr = w.pads[2 * r - 1];
+    if (sw == 1) wq = iw + pl + std::max<int64_t>(0, pr - pl);
     plane = hq * wq;
     slot.assign(static_cast<size_t>(sh * sw), -1);
     for (int64_t a = 0; a < kh; ++a)
@@ -341,8 +346,13 @@ void convolve_planes(const float* x, const std::vector<PackedMatrix>& packed, co
   const int64_t threads = pool == nullptr ? 1 : pool->parallelism();
   // A chunk of columns whose mg x cols buffer stays in L2 (128 KiB) while the
   // K blocks accumulate into it.
-  const int64_t cols = std::min((columns + nr - 1) / nr * nr, std::max(nr, (int64_t{32768} / mg) / nr * nr));
-  const int64_t chunks = (columns + cols - 1) / cols;
+  // A chunk count that is a multiple of the threads, so that they share the
+  // chunks evenly.
+  const int64_t cols_max = std::max(nr, (int64_t{32768} / mg) / nr * nr);
+  int64_t chunks = (columns + cols_max - 1) / cols_max;
+  if (threads > 1 && chunks * group >= threads) chunks = (chunks + threads - 1) / threads * threads;
+  const int64_t cols = ((columns + chunks - 1) / chunks + nr - 1) / nr * nr;
+  chunks = (columns + cols - 1) / cols;
   const int64_t m_panels = (mg + mr - 1) / mr;
   int64_t m_splits = 1;
   while (threads > 1 && group * chunks * m_splits < 2 * threads && m_splits * 2 <= m_panels) m_splits *= 2;
