@@ -15,6 +15,7 @@ int inspect_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 int conformance_command(const std::vector<std::string>& args);
 int operators_command(const std::vector<std::string>& args);
+int optimize_command(const std::vector<std::string>& args);
 
 // Reads / writes NumPy .npy files (little-endian numeric and bool dtypes).
 Result<Tensor> read_npy(const std::string& path);

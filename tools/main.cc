@@ -21,6 +21,8 @@ void print_usage() {
       "      latency percentiles, throughput, session creation time, peak memory\n"
       "  conformance [DIR] [--filter TEXT] [--expected FILE] [--report FILE] [--timeout SECONDS] [-v]\n"
       "      run ONNX backend test cases, each in its own process\n"
+      "  optimize IN OUT [--level disable|basic|extended|layout|all] [--stats]\n"
+      "      write the graph a session runs at that level (default all), with per-pass statistics\n"
       "  operators\n"
       "      the supported operators, versions and types as Markdown (docs/operators.md)\n"
       "  version\n");
@@ -42,6 +44,7 @@ int main(int argc, char** argv) {
     if (command == "bench") return onyx::cli::bench_command(args);
     if (command == "conformance") return onyx::cli::conformance_command(args);
     if (command == "operators") return onyx::cli::operators_command(args);
+    if (command == "optimize") return onyx::cli::optimize_command(args);
     if (command == "version" || command == "--version") {
       std::printf("onyx %s\n", onyx::version());
       return onyx::cli::kExitOk;

@@ -24,8 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 using wire::WireType;
 
-const char* kModelsDir = "/work/shared/models";
-const char* kBackendNodeDir = "/work/shared/onnx-backend-data/node";
+const char* kModelsDir = ONYX_SHARED_DIR "/models";
+const char* kBackendNodeDir = ONYX_SHARED_DIR "/onnx-backend-data/node";
 
 std::string read_file_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

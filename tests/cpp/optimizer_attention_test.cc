@@ -488,10 +488,10 @@ void check_model(const std::string& path, int min_attention) {
 }
 
 TEST(OptimizerAttentionModels, BertToyKeepsItsAttention) {
-  check_model("/work/shared/models/bert_toy_optimized.onnx", 1);
+  check_model(ONYX_SHARED_DIR "/models/bert_toy_optimized.onnx", 1);
 }
 TEST(OptimizerAttentionModels, TFBertForQuestionAnswering) {
-  check_model("/work/shared/models/TFBertForQuestionAnswering.onnx", 24);
+  check_model(ONYX_SHARED_DIR "/models/TFBertForQuestionAnswering.onnx", 24);
 }
 
 }  // namespace

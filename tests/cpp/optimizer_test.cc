@@ -691,9 +691,9 @@ void check_model(const std::string& path, size_t max_nodes_after) {
   }
 }
 
-TEST(OptimizerModels, BertToy) { check_model("/work/shared/models/bert_toy_optimized.onnx", 150); }
+TEST(OptimizerModels, BertToy) { check_model(ONYX_SHARED_DIR "/models/bert_toy_optimized.onnx", 150); }
 TEST(OptimizerModels, TFBertForQuestionAnswering) {
-  check_model("/work/shared/models/TFBertForQuestionAnswering.onnx", 2400);
+  check_model(ONYX_SHARED_DIR "/models/TFBertForQuestionAnswering.onnx", 2400);
 }
 
 }  // namespace

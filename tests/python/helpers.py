@@ -9,7 +9,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-MODELS_DIR = os.environ.get("ONYX_MODELS_DIR", "/work/shared/models")
+# ../shared beside the checkout holds the real models (not shipped with onyx).
+SHARED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared")
+MODELS_DIR = os.environ.get("ONYX_MODELS_DIR", os.path.join(SHARED_DIR, "models"))
 
 
 def make_model(nodes, inputs, outputs, initializers=(), opset=17, extra_opsets=(), **model_kwargs) -> onnx.ModelProto:

@@ -18,7 +18,9 @@ from helpers import add_relu_model
 # The ONNX backend suite's node cases as files (model.onnx + test_data_set_0).
 # onnx's own loader generates all ~1,800 node cases in memory, which takes
 # minutes; here only the chosen cases are read from disk.
-BACKEND_DATA = os.environ.get("ONYX_BACKEND_DATA", "/work/shared/onnx-backend-data")
+BACKEND_DATA = os.environ.get(
+    "ONYX_BACKEND_DATA",
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "onnx-backend-data"))
 NODE_CASES = [
     "test_add",
     "test_add_bcast",

@@ -1,4 +1,4 @@
-"""The real models of /work/shared/models run through onyx and onnxruntime on
+"""The real models of ../shared/models run through onyx and onnxruntime on
 the same seeded random inputs must agree within 1e-4 absolute plus 1e-3
 relative to each output's largest magnitude."""
 
@@ -51,7 +51,7 @@ def random_feeds(model_name, session):
 def test_model_matches_onnxruntime(model_name):
     path = os.path.join(MODELS_DIR, model_name + ".onnx")
     if not os.path.exists(path):
-        pytest.skip(f"{path} not found: the real models live in /work/shared/models (set ONYX_MODELS_DIR)")
+        pytest.skip(f"{path} not found: the real models live in ../shared/models (set ONYX_MODELS_DIR)")
     ours = onyx.InferenceSession(path)
     ref = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
     assert [(a.name, a.type, a.shape) for a in ours.get_inputs()] == [(a.name, a.type, a.shape) for a in ref.get_inputs()]

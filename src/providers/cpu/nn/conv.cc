@@ -12,6 +12,7 @@
 
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/gemm/sgemm.h"
+#include "providers/cpu/gemm/target_clones.h"
 #include "providers/cpu/nn/conv_depthwise.h"
 #include "providers/cpu/nn/fused_kernels.h"
 #include "providers/cpu/nn/nn_util.h"
@@ -219,6 +220,13 @@ void apply_activation(float* y, int64_t n, const GemmEpilogue& act) {
   }
 }
 
+// dst[j] = src[2 * j] for j < n: one phase of a stride-2 row (a fixed stride
+// lets the compiler vectorize the loads with permutes).
+ONYX_TARGET_CLONES
+void copy_every_second(const float* src, float* dst, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) dst[j] = src[2 * j];
+}
+
 // The input of one image laid out so that sgemm_packed_a_rows_b can read the
 // column matrix of a 1-D or 2-D convolution in place: zero-padded, and for a
 // stride s split into s x s phase planes, plane (rh, rw) of channel c holding
@@ -248,8 +256,9 @@ struct PhasePlanes {
     // With stride 1 across, a row needs no right padding of its own: reads
     // past its end land in the next row's left padding (or the zeroed slack
     // after the last row), which is zero as long as it is at least as wide.
-    const int64_t pr = w.pads[2 * r - 1];
-    if (sw == 1) wq = iw + pl + std::max<int64_t>(0, pr - pl);
+    // (The output row must still fit: not so with pads wider than the kernel.)
+    const int64_t tight = iw + pl + std::max<int64_t>(0, w.pads[2 * r - 1] - pl);
+    if (sw == 1 && tight >= ow) wq = tight;
     plane = hq * wq;
     slot.assign(static_cast<size_t>(sh * sw), -1);
     for (int64_t a = 0; a < kh; ++a)
@@ -286,6 +295,8 @@ struct PhasePlanes {
           std::fill(row, row + j_lo, 0.0f);
           if (sw == 1) {
             std::memcpy(row + j_lo, src + j_lo + rw - pl, static_cast<size_t>(j_hi - j_lo) * sizeof(float));
+          } else if (sw == 2) {
+            copy_every_second(src + j_lo * 2 + rw - pl, row + j_lo, j_hi - j_lo);
           } else {
             for (int64_t j = j_lo; j < j_hi; ++j) row[j] = src[j * sw + rw - pl];
           }

@@ -1,0 +1,66 @@
+// The graph preparation steps, in order.
+#include "session/prepare.h"
+
+#include <cstdio>
+
+#include "graph/builder.h"
+#include "graph/shape_inference.h"
+#include "session/planner.h"
+#include "session/version_resolution.h"
+#include "training/gradient.h"
+
+namespace onyx::session {
+
+Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const SessionOptions& options,
+                                    const std::vector<const ExecutionProvider*>& providers) {
+  PreparedGraph prepared;
+  // An op with no kernel whose ONNX schema defines it as a function runs
+  // through that function's body. The config entry onyx.prefer_function_bodies=1
+  // expands every such op, kernel or not (to check kernels against bodies).
+  graph::BuildLimits limits;
+  auto prefer = options.config_entries.find("onyx.prefer_function_bodies");
+  const bool prefer_bodies = prefer != options.config_entries.end() && prefer->second == "1";
+  limits.expand_schema_function = [&](const std::string& domain, const std::string& op_type, int version) {
+    if (prefer_bodies) return true;
+    for (const ExecutionProvider* p : providers) {
+      if (p->kernels().find(domain, op_type, version) != nullptr) return false;
+    }
+    return true;
+  };
+  ONYX_ASSIGN_OR_RETURN(prepared.graph, graph::build_graph(model, limits));
+  graph::Graph& graph = *prepared.graph;
+  ONYX_RETURN_IF_ERROR(training::expand_gradient_nodes(graph));
+  ONYX_RETURN_IF_ERROR(resolve_versions(graph));
+  graph::InferenceOptions inference;
+  // Before IR version 4 every initializer was also listed as an input, and
+  // was a constant all the same.
+  inference.initializers_in_inputs_are_constant = model.ir_version < 4;
+  ONYX_RETURN_IF_ERROR(graph::infer_shapes(graph, inference));
+
+  std::vector<std::string> missing = unsupported_ops(graph, providers);
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& m : missing) list += "\n  " + m;
+    return not_implemented("the model uses ", missing.size(),
+                           " operator(s) onyx does not support (domain, op_type, version):", list);
+  }
+
+  optimizer::OptimizerOptions optimization;
+  optimization.level = options.graph_optimization_level;
+  optimization.disabled_optimizers = options.disabled_optimizers;
+#ifndef NDEBUG
+  optimization.verify_after_each_pass = true;
+#endif
+  for (const ExecutionProvider* p : providers) optimization.provider_names.push_back(p->name());
+  optimization.initializers_in_inputs_are_constant = inference.initializers_in_inputs_are_constant;
+  ONYX_ASSIGN_OR_RETURN(prepared.statistics, optimizer::optimize_graph(graph, optimization));
+  if (options.log_severity_level <= 0) {
+    for (const auto& s : prepared.statistics) {
+      std::fprintf(stderr, "onyx verbose: pass %s applied %d times, -%d/+%d nodes, %.3f ms\n", s.pass.c_str(), s.applied,
+                   s.nodes_removed, s.nodes_added, s.milliseconds);
+    }
+  }
+  return prepared;
+}
+
+}  // namespace onyx::session
