@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "providers/cpu/dispatch.h"
+#include "providers/cpu/gemm/target_clones.h"
 #include "providers/cpu/nn/nn_util.h"
 
 namespace onyx::cpu {
@@ -21,6 +22,49 @@ double load(const T* p, int64_t i) {
 template <typename T>
 void store(T* p, int64_t i, double v) {
   p[i] = static_cast<T>(static_cast<compute_t<T>>(v));
+}
+
+// Float loops of the fast paths, compiled per vector ISA.
+// The sum and the sum of squares of x[0..n), accumulated in double (eight
+// lanes, so the compiler can vectorize them without reassociating).
+ONYX_TARGET_CLONES
+void sum_and_squares(const float* x, int64_t n, double& sum, double& squares) {
+  double s[8] = {}, q[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) {
+      const double v = x[i + j];
+      s[j] += v;
+      q[j] += v * v;
+    }
+  }
+  for (; i < n; ++i) {
+    const double v = x[i];
+    s[0] += v;
+    q[0] += v * v;
+  }
+  sum = squares = 0.0;
+  for (int j = 0; j < 8; ++j) {
+    sum += s[j];
+    squares += q[j];
+  }
+}
+
+// y[i] = x[i] * a + b.
+ONYX_TARGET_CLONES
+void scale_shift(const float* x, float* y, int64_t n, float a, float b) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a + b;
+}
+
+// y[i] = (x[i] - mean) * inv * scale[i] (+ bias[i] when bias is not null).
+ONYX_TARGET_CLONES
+void normalize_affine(const float* x, float* y, int64_t n, float mean, float inv, const float* scale,
+                      const float* bias) {
+  if (bias != nullptr) {
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i] + bias[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i];
+  }
 }
 
 // ---------------------------------------------------------------- BatchNormalization
@@ -105,7 +149,26 @@ class BatchNormalizationKernel final : public Kernel {
           mean[k] = training_ ? batch_mean[k] : param(2, static_cast<int64_t>(k));
           var[k] = training_ ? batch_var[k] : param(3, static_cast<int64_t>(k));
         }
-        parallel_for(ctx.thread_pool(), n * channels, static_cast<double>(spatial), [&](int64_t begin, int64_t end) {
+        if constexpr (std::is_same_v<T, float>) {
+          if (per == 1) {
+            // Per channel y = x * a + b, with a and b folded once in double.
+            std::vector<float> a(static_cast<size_t>(channels)), shift(a.size());
+            for (int64_t c = 0; c < channels; ++c) {
+              const double inv = 1.0 / std::sqrt(var[static_cast<size_t>(c)] + static_cast<double>(epsilon_));
+              const double scale = inv * param(0, c);
+              a[static_cast<size_t>(c)] = static_cast<float>(scale);
+              shift[static_cast<size_t>(c)] = static_cast<float>(param(1, c) - mean[static_cast<size_t>(c)] * scale);
+            }
+            parallel_for(ctx.thread_pool(), n * channels, static_cast<double>(spatial), [&](int64_t begin, int64_t end) {
+              for (int64_t plane = begin; plane < end; ++plane) {
+                const size_t c = static_cast<size_t>(plane % channels);
+                scale_shift(xp + plane * spatial, yp + plane * spatial, spatial, a[c], shift[c]);
+              }
+            });
+          }
+        }
+        parallel_for(ctx.thread_pool(), (std::is_same_v<T, float> && per == 1) ? 0 : n * channels,
+                     static_cast<double>(spatial), [&](int64_t begin, int64_t end) {
           for (int64_t plane = begin; plane < end; ++plane) {
             const int64_t c = plane % channels;
             for (int64_t s = 0; s < spatial; ++s) {
@@ -253,6 +316,29 @@ class AxisNormalizationKernel : public Kernel {
       mean_out = ctx.allocate_output(1, DataType::kFloat, stat_shape).data<float>();
     if (!rms_ && ctx.output_count() > 2 && ctx.output_requested(2))
       inv_out = ctx.allocate_output(2, DataType::kFloat, stat_shape).data<float>();
+    if (x->dtype() == DataType::kFloat && scale->size() == size && (bias == nullptr || bias->size() == size)) {
+      // Scale and B cover the whole block (the usual [D]): one vector loop per block.
+      const float* xp = x->data<float>();
+      const float* sp = scale->data<float>();
+      const float* bp = bias ? bias->data<float>() : nullptr;
+      float* yp = y.data<float>();
+      const double epsilon = static_cast<double>(epsilon_);
+      const bool rms = rms_;
+      parallel_for(ctx.thread_pool(), groups, 4.0 * static_cast<double>(size), [&](int64_t begin, int64_t end) {
+        for (int64_t g = begin; g < end; ++g) {
+          double sum = 0.0, squares = 0.0;
+          sum_and_squares(xp + g * size, size, sum, squares);
+          const double count = static_cast<double>(std::max<int64_t>(size, 1));
+          const double mean = rms ? 0.0 : sum / count;
+          const double inv = 1.0 / std::sqrt(std::max(0.0, squares / count - mean * mean) + epsilon);
+          if (mean_out) mean_out[g] = static_cast<float>(mean);
+          if (inv_out) inv_out[g] = static_cast<float>(inv);
+          normalize_affine(xp + g * size, yp + g * size, size, static_cast<float>(mean), static_cast<float>(inv), sp,
+                           bp);
+        }
+      });
+      return Status::ok();
+    }
     return dispatch_float(x->dtype(), [&](auto tag) -> Status {
       using T = typename decltype(tag)::type;
       const T* sp = scale->data<T>();
@@ -329,6 +415,32 @@ class GroupedNormalizationKernel : public Kernel {
     const int64_t spatial = n * channels == 0 ? 0 : x->size() / (n * channels);
     const int64_t size = per_group * spatial;
     Tensor& y = ctx.allocate_output(0, x->dtype(), x->shape());
+    if (x->dtype() == DataType::kFloat) {
+      // Each block's statistics in double, then per channel y = x * a + b.
+      const float* xp = x->data<float>();
+      const float* sp = scale->data<float>();
+      const float* bp = bias->data<float>();
+      float* yp = y.data<float>();
+      const double epsilon = static_cast<double>(epsilon_);
+      parallel_for(ctx.thread_pool(), n * groups, 4.0 * static_cast<double>(size), [&](int64_t begin, int64_t end) {
+        for (int64_t block = begin; block < end; ++block) {
+          double sum = 0.0, squares = 0.0;
+          sum_and_squares(xp + block * size, size, sum, squares);
+          const double count = static_cast<double>(std::max<int64_t>(size, 1));
+          const double mean = sum / count;
+          const double inv = 1.0 / std::sqrt(std::max(0.0, squares / count - mean * mean) + epsilon);
+          const int64_t group = block % groups;
+          for (int64_t c = 0; c < per_group; ++c) {
+            const int64_t k = per_channel_params ? group * per_group + c : group;
+            const double a = inv * static_cast<double>(sp[k]);
+            const int64_t offset = block * size + c * spatial;
+            scale_shift(xp + offset, yp + offset, spatial, static_cast<float>(a),
+                        static_cast<float>(static_cast<double>(bp[k]) - mean * a));
+          }
+        }
+      });
+      return Status::ok();
+    }
     return dispatch_float(x->dtype(), [&](auto tag) -> Status {
       using T = typename decltype(tag)::type;
       const T* sp = scale->data<T>();
