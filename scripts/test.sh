@@ -14,6 +14,9 @@ cmake --build "$build" -j "$jobs"
 echo "== C++ tests"
 "$build/onyx_tests" --gtest_brief=1
 
+echo "== C++ tests under AddressSanitizer and UndefinedBehaviorSanitizer"
+scripts/sanitize.sh
+
 echo "== Python tests"
 PYTHONPATH="$root/$build/python" python3 -m pytest -q tests/python
 
