@@ -19,8 +19,12 @@ struct OptimizerOptions {
   std::vector<std::string> disabled_optimizers;
   // Run verify_graph after every pass that changed the graph (debug builds, tests).
   bool verify_after_each_pass = false;
-  // Constant folding never makes an initializer larger than this.
-  size_t constant_folding_budget_bytes = 16 << 20;
+  // Constant folding never makes an initializer larger than this. Large
+  // enough for the fully connected weights of VGG-class models (~400 MB),
+  // which exports build with ConstantOfShape or similar: folding them once
+  // beats recomputing them on every run, and costs no more memory at peak.
+  // The session config entry onyx.constant_folding_budget_bytes overrides it.
+  size_t constant_folding_budget_bytes = size_t{512} << 20;
   // The session's providers; fusions into com.microsoft ops only apply when
   // every provider listed is the CPU one (or none is listed).
   std::vector<std::string> provider_names;

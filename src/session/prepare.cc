@@ -2,6 +2,7 @@
 #include "session/prepare.h"
 
 #include <cstdio>
+#include <string>
 
 #include "graph/builder.h"
 #include "graph/shape_inference.h"
@@ -53,6 +54,15 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
 #endif
   for (const ExecutionProvider* p : providers) optimization.provider_names.push_back(p->name());
   optimization.initializers_in_inputs_are_constant = inference.initializers_in_inputs_are_constant;
+  auto budget = options.config_entries.find("onyx.constant_folding_budget_bytes");
+  if (budget != options.config_entries.end()) {
+    try {
+      optimization.constant_folding_budget_bytes = static_cast<size_t>(std::stoull(budget->second));
+    } catch (const std::exception&) {
+      return invalid_argument("session config entry onyx.constant_folding_budget_bytes must be a byte count, got '",
+                              budget->second, "'");
+    }
+  }
   ONYX_ASSIGN_OR_RETURN(prepared.statistics, optimizer::optimize_graph(graph, optimization));
   if (options.log_severity_level <= 0) {
     for (const auto& s : prepared.statistics) {
