@@ -79,6 +79,11 @@ def child_main(spec_path: str) -> int:
                 else rt.GraphOptimizationLevel.ORT_ENABLE_ALL
             )
         result["version"] = rt.__version__
+        if engine == "onyx":
+            # Which build ran: the time its native module was linked.
+            native = getattr(getattr(rt, "_onyx", None), "__file__", None)
+            if native:
+                result["built"] = dt.datetime.fromtimestamp(os.path.getmtime(native)).strftime("%Y-%m-%d %H:%M")
         t0 = time.perf_counter()
         sess = rt.InferenceSession(spec["model"], so, providers=["CPUExecutionProvider"])
         result["create_s"] = time.perf_counter() - t0
@@ -235,6 +240,7 @@ def series_summary(rs: list[dict]) -> dict | None:
         "create_s": statistics.median(r["create_s"] for r in good),
         "maxrss_mib": max(r["maxrss_mib"] for r in good),
         "version": good[0].get("version"),
+        "built": good[0].get("built"),
     }
 
 
@@ -302,7 +308,8 @@ def render(args, rows: list[dict], meta: dict) -> str:
     L.append(
         f"Machine: {m.get('model')}, {m.get('cpus')} CPUs ({m.get('isa', '')}), shared with other work "
         f"(load average {meta['load_start']:.2f} at the start, {meta['load_end']:.2f} at the end). "
-        f"Date: {meta['date']}. onyx {meta['onyx']} (commit {meta['commit']}), onnxruntime {meta['onnxruntime']}, "
+        f"Date: {meta['date']}. onyx {meta['onyx']} (library built {meta.get('onyx_built', '?')}; "
+        f"the repository was at {meta['commit']} when the run started), onnxruntime {meta['onnxruntime']}, "
         f"torch {meta['torch']}, transformers {meta['transformers']}, Python {platform.python_version()}."
     )
     L.append("")
@@ -477,6 +484,8 @@ def main() -> int:
     meta["load_end"] = os.getloadavg()[0]
     versions = [r["b"]["version"] for r in rows if r["b"] and r["b"].get("version")]
     meta["onyx"] = versions[0] if versions else "unknown"
+    built = [r["b"]["built"] for r in rows if r["b"] and r["b"].get("built")]
+    meta["onyx_built"] = built[0] if built else "?"
     if args.onyx_level == "all":
         ort_v = [r["a"]["version"] for r in rows if r["a"] and r["a"].get("version")]
         if ort_v:
