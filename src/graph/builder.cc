@@ -195,6 +195,10 @@ class Builder {
   // Replaces a call of a model-local function by its body, renaming the
   // body's internal values so that two calls never collide.
   Status expand(const NodeProto& node, const OpsetMap* opsets, int depth, std::vector<FlatNode>& out) {
+    if (++expanded_ > limits_.max_nodes) {
+      return invalid_model("the model holds more than ", limits_.max_nodes,
+                           " nodes and function calls once its functions are expanded");
+    }
     auto it = functions_.find({canonical_domain(node.domain), node.op_type});
     if (it == functions_.end()) {
       ONYX_ASSIGN_OR_RETURN(const FunctionProto* body, schema_function(node, *opsets));
@@ -393,6 +397,7 @@ class Builder {
   std::map<const FunctionProto*, OpsetMap> function_opsets_;
   std::map<const FunctionBody*, std::unique_ptr<FunctionProto>> schema_functions_;
   int call_counter_ = 0;
+  int64_t expanded_ = 0;  // nodes and calls expanded so far, bounded by limits_.max_nodes
 };
 
 }  // namespace

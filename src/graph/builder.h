@@ -18,6 +18,9 @@ namespace onyx::graph {
 struct BuildLimits {
   int max_nesting_depth = 32;    // subgraphs within subgraphs
   int max_function_depth = 32;   // functions calling functions
+  // Nodes plus function calls expanded, over all graphs: a few functions that
+  // each call the next twice make a tiny file that inlines 2^depth nodes.
+  int64_t max_nodes = 1'000'000;
   // Called for a node that is not a model-local function call, with its
   // canonical domain, op type and resolved schema version: true when it must
   // run through its ONNX function body (the schema's), because no kernel

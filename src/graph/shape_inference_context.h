@@ -118,6 +118,12 @@ void register_misc_inference(InferenceTable& table);
 // ---- Dim helpers ----
 
 inline Dim unknown_dim() { return Dim{}; }
+// a * b as a known dim, or unknown when either is negative or the product
+// overflows int64 (declared dims and shape constants may be absurd).
+inline Dim dim_product(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) ? unknown_dim() : Dim::known(r);
+}
 // Both the same known number or the same symbol.
 bool same_dim(const Dim& a, const Dim& b);
 // Known numbers that differ: two shapes with these can never agree.

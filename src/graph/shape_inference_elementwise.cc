@@ -2,6 +2,7 @@
 // broadcasting binary/variadic ops, comparisons (bool), Cast, Where, and the
 // normalisations whose main output keeps the input's shape.
 #include <algorithm>
+#include <limits>
 
 #include "graph/shape_inference_context.h"
 
@@ -77,13 +78,14 @@ Status arithmetic(InferenceContext& ctx) {
     TrackedElement out;
     if (x.known && y.known) {
       out.known = true;
+      // Overflowing shape arithmetic leaves the element unknown.
       if (op == "Add") {
-        out.value = x.value + y.value;
+        out.known = !__builtin_add_overflow(x.value, y.value, &out.value);
       } else if (op == "Sub") {
-        out.value = x.value - y.value;
+        out.known = !__builtin_sub_overflow(x.value, y.value, &out.value);
       } else if (op == "Mul") {
-        out.value = x.value * y.value;
-      } else if (y.value != 0) {
+        out.known = !__builtin_mul_overflow(x.value, y.value, &out.value);
+      } else if (y.value != 0 && !(y.value == -1 && x.value == std::numeric_limits<int64_t>::min())) {
         // Integer Div truncates toward zero in ONNX runtimes; shape values are non-negative.
         out.value = x.value / y.value;
       } else {

@@ -2,6 +2,7 @@
 // pooling (with pads, strides, dilations and auto_pad), and the recurrent ops.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "graph/shape_inference_context.h"
 
@@ -151,7 +152,7 @@ Status conv_shape(InferenceContext& ctx, size_t x_index, size_t w_index, DataTyp
   }
   const int64_t group = ctx.attr_int("group", 1);
   if (group <= 0) return ctx.error("group is ", group, ", expected > 0");
-  if (w != nullptr && (*x)[1].is_known() && (*w)[1].is_known() && (*x)[1].value != (*w)[1].value * group) {
+  if (w != nullptr && (*x)[1].is_known() && (*w)[1].is_known() && dim_product((*w)[1].value, group).value != (*x)[1].value) {
     return ctx.error("input X has ", (*x)[1].value, " channels but W expects ", (*w)[1].value, " x group ", group);
   }
   const Dims spatial(x->begin() + 2, x->end());
@@ -174,7 +175,7 @@ Status conv_transpose(InferenceContext& ctx) {
   if (x->size() < 3) return ctx.error("input X has rank ", x->size(), ", expected >= 3 (N,C,spatial...)");
   const size_t n = x->size() - 2;
   const int64_t group = ctx.attr_int("group", 1);
-  Dim channels = w != nullptr && w->size() >= 2 && (*w)[1].is_known() ? Dim::known((*w)[1].value * group) : unknown_dim();
+  Dim channels = w != nullptr && w->size() >= 2 && (*w)[1].is_known() ? dim_product((*w)[1].value, group) : unknown_dim();
   Dims out{(*x)[0], channels};
   if (auto output_shape = ctx.attr_ints("output_shape")) {
     // Either the spatial dims only or the full shape.
@@ -208,11 +209,17 @@ Status conv_transpose(InferenceContext& ctx) {
       continue;
     }
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      out.push_back(Dim::known(in.value * strides[i]));
+      out.push_back(dim_product(in.value, strides[i]));
       continue;
     }
-    const int64_t pad_total = auto_pad == "VALID" ? 0 : pads[i] + pads[i + n];
-    const int64_t size = strides[i] * (in.value - 1) + output_padding[i] + (kernel[i] - 1) * dilations[i] + 1 - pad_total;
+    // In 128 bits: absurd attributes must give an error, not an overflow.
+    const __int128 pad_total = auto_pad == "VALID" ? 0 : static_cast<__int128>(pads[i]) + pads[i + n];
+    const __int128 wide = static_cast<__int128>(strides[i]) * (in.value - 1) + output_padding[i] +
+                          static_cast<__int128>(kernel[i] - 1) * dilations[i] + 1 - pad_total;
+    if (wide > std::numeric_limits<int64_t>::max() || wide < std::numeric_limits<int64_t>::min()) {
+      return ctx.error("spatial output dim ", i, " is out of range (strides, pads or dilations too large)");
+    }
+    const int64_t size = static_cast<int64_t>(wide);
     if (size < 0) return ctx.error("spatial output dim ", i, " would be negative (", size, ")");
     out.push_back(Dim::known(size));
   }

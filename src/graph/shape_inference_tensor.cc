@@ -613,7 +613,7 @@ Status tile(InferenceContext& ctx) {
     if (r == 1) {
       out.push_back((*in)[d]);
     } else if ((*in)[d].is_known() || r == 0) {
-      out.push_back(Dim::known((*in)[d].is_known() ? (*in)[d].value * r : 0));
+      out.push_back((*in)[d].is_known() ? dim_product((*in)[d].value, r) : Dim::known(0));
     } else {
       out.push_back(unknown_dim());
     }
@@ -714,10 +714,11 @@ Status depth_to_space(InferenceContext& ctx) {
   if (in == nullptr) return Status::ok();
   if (in->size() != 4) return ctx.error("input has rank ", in->size(), ", expected 4 (N,C,H,W)");
   const int64_t b = ctx.attr_int("blocksize", 0);
-  if (b <= 0) return ctx.error("blocksize is ", b, ", expected > 0");
+  if (b <= 0 || b > (int64_t{1} << 31)) return ctx.error("blocksize is ", b, ", expected in [1, 2^31]");
   const bool to_space = ctx.node().op_type == "DepthToSpace";
   auto scale = [](const Dim& d, int64_t mul, int64_t div) {
-    return d.is_known() && (d.value * mul) % div == 0 ? Dim::known(d.value * mul / div) : unknown_dim();
+    const Dim product = d.is_known() ? dim_product(d.value, mul) : unknown_dim();
+    return product.is_known() && product.value % div == 0 ? Dim::known(product.value / div) : unknown_dim();
   };
   Dims out{(*in)[0], to_space ? scale((*in)[1], 1, b * b) : scale((*in)[1], b * b, 1),
            to_space ? scale((*in)[2], b, 1) : scale((*in)[2], 1, b), to_space ? scale((*in)[3], b, 1) : scale((*in)[3], 1, b)};

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -55,6 +56,87 @@ std::string error_of(Fn&& fn) {
 
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "'" << (needle) << "' not in: " << (haystack)
+
+// Bytes from a hex string (crash inputs kept verbatim, as the fuzzer wrote them).
+std::string from_hex(const std::string& hex) {
+  std::string bytes;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  return bytes;
+}
+
+// What the fuzz_session target does with model bytes: create a session, feed
+// zeros of each input's declared shape (2 for symbolic dims) and run once.
+// Returns the error message, or "ok".
+std::string create_and_run(const std::string& bytes) {
+  try {
+    SessionOptions options;
+    options.intra_op_num_threads = 1;
+    options.log_severity_level = 4;
+    auto session = InferenceSession::from_bytes(bytes, options);
+    Feeds feeds;
+    for (const ValueMetadata& m : session->inputs()) {
+      Shape shape;
+      for (int64_t d : m.dims) shape.push_back(d >= 0 ? d : 2);
+      auto t = Tensor::create(m.type.elem_type, shape);
+      if (!t.is_ok()) return t.status().message();
+      if (m.type.elem_type != DataType::kString) std::memset(t->raw_data(), 0, t->bytes());
+      feeds.emplace_back(m.name, Value(t.value()));
+    }
+    session->run({}, feeds);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "ok";
+}
+
+// ---- Crashes found by fuzz_session ------------------------------------------
+
+TEST(FuzzSession, ReshapeToAShapeWhoseProductOverflows) {
+  // UBSan: signed integer overflow in Reshape's product of the known dims
+  // (shape {1, 7224055277278986241, 100, 3, 4, 4}).
+  const std::string crash = from_hex(
+      "080312077079746f7263681a03302e333ab4020a511201312208436f6e7374616e742a420a0576616c75652a36080610074a"
+      "30010000000000000001000000000041646400000000000000030000000000000004000000000000000400000000000000a0"
+      "01040a120a01300a01311201322207526573686170650a280a013212013322095472616e73706f73652a150a047065726d40"
+      "0040014004400240054003a001070a411201342208436f6e7374616e742a320a0576616c75652a26080410074a2001000000"
+      "0000000001000000000000000c000000000000000c00000000000000a001040a120a01330a01341201352207526573686170"
+      "651210746f7263682d6a69742d6578706f72745a1b0a013012160a14080112100a0208010a0208090a0208040a020804621b"
+      "0a013512160a14080112100a0208010a0208010a02080c0a02080c42021009");
+  EXPECT_CONTAINS(create_and_run(crash), "too many elements");
+  expect_error(run_kernel("Reshape", 14, {floats({1, 2, 3, 4}, {4}), ints({1, 7224055277278986241, 100, 3, -1})}),
+               {"too many elements"});
+}
+
+TEST(FuzzSession, TensorsOfAnUnknownElementTypeAreRefused) {
+  // A graph input declared with elem_type 99: allocating it divided by
+  // dtype_size() == 0.
+  auto t = Tensor::create(static_cast<DataType>(99), {2});
+  ASSERT_FALSE(t.is_ok());
+  EXPECT_CONTAINS(t.status().message(), "unknown element type 99");
+  ModelBuilder b;
+  b.input("x", {2}, 99).node("Identity", {"x"}, {"y"}).output("y", {}, 99);
+  EXPECT_CONTAINS(create_and_run(b.bytes()), "unknown element type 99");
+}
+
+TEST(FuzzSession, TileShapeInferenceWithHugeRepeats) {
+  // UBSan: signed integer overflow in Tile's shape inference, dim 2 times
+  // repeats 8452540036896784384 from a Constant.
+  const std::string crash = from_hex(
+      "080312077079746f7263681a03302e333aa0010a411201312208436f6e7374616e742a320a0576616c75652a26080410074a"
+      "2001000200000000000000004d61744d756c000000feff0000010060f000011cfba001040a0f0a01300a0131120132220454"
+      "696c651210746f7263682d6a69742d6578706f72745a1b0a013012160a14080112100a0208010a0208020a0208030a020804"
+      "621b0a013212160a14080112100a0208010a0208040a0208090a02081042021009");
+  EXPECT_NE(create_and_run(crash), "ok");
+}
+
+TEST(FuzzSession, RandomSeedThatIsNan) {
+  // UBSan: a NaN `seed` attribute was cast to int64 in RandomUniformLike.
+  graph::Attribute seed = testing::attr_float("seed", std::nanf(""));
+  auto run = run_kernel("RandomUniformLike", 22, {floats({1, 2, 3}, {3})}, {seed});
+  ASSERT_TRUE(run.status.is_ok()) << run.status.message();
+  auto again = run_kernel("RandomUniformLike", 22, {floats({1, 2, 3}, {3})}, {seed});
+  EXPECT_EQ(run.outputs[0].tensor().data<float>()[0], again.outputs[0].tensor().data<float>()[0]);  // still seeded
+}
 
 // ---- Sizes computed from inputs and attributes --------------------------------
 
@@ -223,6 +305,46 @@ TEST(GraphChecks, SubgraphNestingDepthIsBounded) {
   // Through the reader, the protobuf nesting limit (64 messages) stops it first.
   const std::string m = error_of([] { InferenceSession::from_bytes(model::serialize_model(nested_ifs(40))); });
   EXPECT_CONTAINS(m, "deeper than the limit");
+}
+
+TEST(GraphChecks, FunctionsThatDoubleAtEachLevelAreBounded) {
+  // 31 local functions, each calling the previous one twice: a 2 KB file
+  // that inlined 2^30 Relus until memory ran out.
+  ModelBuilder b;
+  b.proto().opset_import.push_back({"local", 1});
+  for (int k = 0; k <= 30; ++k) {
+    model::FunctionProto f;
+    f.domain = "local";
+    f.name = "f" + std::to_string(k);
+    f.input = {"x"};
+    f.output = {"y"};
+    f.opset_import = {{"", 17}, {"local", 1}};
+    if (k == 0) {
+      b.proto().functions.push_back(f);
+      b.proto().functions.back().node.push_back({});
+      model::NodeProto& relu = b.proto().functions.back().node.back();
+      relu.op_type = "Relu";
+      relu.input = {"x"};
+      relu.output = {"y"};
+      continue;
+    }
+    for (int call = 0; call < 2; ++call) {
+      model::NodeProto n;
+      n.op_type = "f" + std::to_string(k - 1);
+      n.domain = "local";
+      n.input = {call == 0 ? "x" : "t"};
+      n.output = {call == 0 ? "t" : "y"};
+      f.node.push_back(n);
+    }
+    b.proto().functions.push_back(f);
+  }
+  b.input("x", {2}).node("f30", {"x"}, {"y"}, "top", "local").output("y");
+  EXPECT_CONTAINS(error_of([&] { InferenceSession::from_bytes(b.bytes()); }), "more than 1000000 nodes");
+  // Ten levels (1024 Relus) are fine.
+  b.proto().graph->node[0].op_type = "f10";
+  auto session = InferenceSession::from_bytes(b.bytes());
+  auto out = session->run({}, {{"x", floats({-1, 2}, {2})}});
+  EXPECT_EQ(out[0].tensor().data<float>()[1], 2.0f);
 }
 
 TEST(GraphChecks, LongChainsDoNotRecurse) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "providers/cpu/gemm/sgemm.h"
+#include "providers/cpu/math/fast_math.h"
 #include "providers/kernel.h"
 
 namespace onyx::cpu {
@@ -84,35 +86,31 @@ class AttentionKernel final : public Kernel {
       }
     }
 
-    // QKV projection: [batch * seq, total].
+    // QKV projection: [batch * seq, total] = input * weights + bias, one SGEMM
+    // with the bias added in its write-back.
     const int64_t rows = batch * seq;
     std::vector<float> qkv(static_cast<size_t>(rows * total));
-    const float* px = input->data<float>();
-    const float* pw = weights->data<float>();
-    parallel_for(ctx.thread_pool(), rows, static_cast<double>(in_hidden * total), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        float* out = qkv.data() + r * total;
-        for (int64_t c = 0; c < total; ++c) out[c] = bias ? bias->data<float>()[c] : 0.0f;
-        for (int64_t p = 0; p < in_hidden; ++p) {
-          const float xv = px[r * in_hidden + p];
-          const float* wrow = pw + p * total;
-          for (int64_t c = 0; c < total; ++c) out[c] += xv * wrow[c];
-        }
-      }
-    });
+    GemmEpilogue projection_bias;
+    projection_bias.col_bias = bias ? bias->data<float>() : nullptr;
+    sgemm(false, false, rows, total, in_hidden, 1.0f, input->data<float>(), in_hidden, weights->data<float>(), total, 0.0f, qkv.data(),
+          total, ctx.thread_pool(), projection_bias);
 
     Tensor& y = ctx.allocate_output(0, DataType::kFloat, {batch, seq, vh});
     float* present = nullptr;
     if (ctx.output_count() > 1 && ctx.output_requested(1)) {
+      if (vd != hd) {
+        return invalid_argument(ctx.label(), ": output present needs equal q and v head sizes, got ", hd, " and ", vd);
+      }
       present = ctx.allocate_output(1, DataType::kFloat, {2, batch, heads, kv_len, hd}).data<float>();
     }
     const float scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(hd));
     const float* ppast = past ? past->data<float>() : nullptr;
     const int32_t* pm = mask ? mask->data<int32_t>() : nullptr;
     float* py = y.data<float>();
+    const float* pab = attn_bias ? attn_bias->data<float>() : nullptr;
     parallel_for(ctx.thread_pool(), batch * heads, static_cast<double>(seq * kv_len * (hd + vd)), [&](int64_t begin, int64_t end) {
       std::vector<float> keys(static_cast<size_t>(kv_len * hd)), values(static_cast<size_t>(kv_len * vd));
-      std::vector<float> scores(static_cast<size_t>(kv_len));
+      std::vector<float> scores(static_cast<size_t>(seq * kv_len));
       for (int64_t bh = begin; bh < end; ++bh) {
         const int64_t b = bh / heads, h = bh % heads;
         // Gather this head's keys and values: past first, then the new ones.
@@ -134,41 +132,42 @@ class AttentionKernel final : public Kernel {
             for (int64_t d = 0; d < vd; ++d) present[(((batch + b) * heads + h) * kv_len + j) * hd + d] = values[static_cast<size_t>(j * vd + d)];
           }
         }
+        // scores = scale * Q K^T, masked row by row, softmax, then out = P V;
+        // the products run single-threaded inside this parallel loop.
+        sgemm(false, true, seq, kv_len, hd, scale, qkv.data() + b * seq * total + h * hd, total, keys.data(), hd, 0.0f, scores.data(),
+              kv_len, nullptr);
         for (int64_t i = 0; i < seq; ++i) {
-          const float* q = qkv.data() + (b * seq + i) * total + h * hd;
-          float peak = -INFINITY;
-          for (int64_t j = 0; j < kv_len; ++j) {
-            float s = 0;
-            for (int64_t d = 0; d < hd; ++d) s += q[d] * keys[static_cast<size_t>(j * hd + d)];
-            s *= scale;
-            bool masked = false;
-            switch (mask_kind) {
-              case MaskKind::kNone: break;
-              case MaskKind::kEnd: masked = j >= pm[b]; break;
-              case MaskKind::kStartEnd: masked = j >= pm[b] || j < pm[batch + b]; break;
-              case MaskKind::kRaw2D: masked = pm[b * kv_len + j] == 0; break;
-              case MaskKind::kRaw3D: masked = pm[(b * seq + i) * kv_len + j] == 0; break;
-            }
-            if (masked) s += mask_filter_value_;
-            // onnxruntime excludes future keys outright (not by mask_filter_value), so a
-            // row whose past keys are all padded still attends to them only.
-            if (unidirectional_ && j > past_len + i) s = -INFINITY;
-            if (attn_bias) s += attn_bias->data<float>()[(((attn_bias->dim(0) == 1 ? 0 : b) * heads + h) * seq + i) * kv_len + j];
-            scores[static_cast<size_t>(j)] = s;
-            peak = std::max(peak, s);
+          float* row = scores.data() + i * kv_len;
+          switch (mask_kind) {
+            case MaskKind::kNone: break;
+            case MaskKind::kEnd:
+              for (int64_t j = std::max<int64_t>(0, pm[b]); j < kv_len; ++j) row[j] += mask_filter_value_;
+              break;
+            case MaskKind::kStartEnd:
+              for (int64_t j = 0; j < kv_len; ++j) row[j] += (j >= pm[b] || j < pm[batch + b]) ? mask_filter_value_ : 0.0f;
+              break;
+            case MaskKind::kRaw2D:
+              for (int64_t j = 0; j < kv_len; ++j) row[j] += pm[b * kv_len + j] == 0 ? mask_filter_value_ : 0.0f;
+              break;
+            case MaskKind::kRaw3D:
+              for (int64_t j = 0; j < kv_len; ++j) row[j] += pm[(b * seq + i) * kv_len + j] == 0 ? mask_filter_value_ : 0.0f;
+              break;
           }
-          float sum = 0;
-          for (int64_t j = 0; j < kv_len; ++j) {
-            scores[static_cast<size_t>(j)] = std::exp(scores[static_cast<size_t>(j)] - peak);
-            sum += scores[static_cast<size_t>(j)];
+          // onnxruntime excludes future keys outright (not by mask_filter_value), so a
+          // row whose past keys are all padded still attends to them only.
+          if (unidirectional_) {
+            for (int64_t j = std::max<int64_t>(0, past_len + i + 1); j < kv_len; ++j) row[j] = -INFINITY;
           }
-          float* out = py + (b * seq + i) * vh + h * vd;
-          for (int64_t d = 0; d < vd; ++d) out[d] = 0;
-          for (int64_t j = 0; j < kv_len; ++j) {
-            const float p = scores[static_cast<size_t>(j)] / sum;
-            for (int64_t d = 0; d < vd; ++d) out[d] += p * values[static_cast<size_t>(j * vd + d)];
+          if (pab != nullptr) {
+            const float* abi = pab + (((attn_bias->dim(0) == 1 ? 0 : b) * heads + h) * seq + i) * kv_len;
+            for (int64_t j = 0; j < kv_len; ++j) row[j] += abi[j];
           }
+          const float peak = max_array(row, kv_len);
+          const float sum = fast_exp_shifted_sum(row, peak, row, kv_len);
+          scale_array(row, 1.0f / sum, kv_len);
         }
+        sgemm(false, false, seq, vd, kv_len, 1.0f, scores.data(), kv_len, values.data(), vd, 0.0f, py + b * seq * vh + h * vd, vh,
+              nullptr);
       }
     });
     return Status::ok();

@@ -45,9 +45,14 @@ class GeluKernel final : public Kernel {
         float v[kBlock], r[kBlock];
         for (int64_t i0 = begin; i0 < end; i0 += kBlock) {
           const int64_t m = std::min(kBlock, end - i0);
-          for (int64_t i = 0; i < m; ++i) {
-            v[i] = static_cast<float>(static_cast<compute_t<T>>(px[i0 + i]));
-            if (pb) v[i] += static_cast<float>(static_cast<compute_t<T>>(pb[(i0 + i) % bias_size]));
+          for (int64_t i = 0; i < m; ++i) v[i] = static_cast<float>(static_cast<compute_t<T>>(px[i0 + i]));
+          if (pb) {
+            // The bias column walks along with i: one modulo per block, not per element.
+            int64_t c = i0 % bias_size;
+            for (int64_t i = 0; i < m; ++i) {
+              v[i] += static_cast<float>(static_cast<compute_t<T>>(pb[c]));
+              if (++c == bias_size) c = 0;
+            }
           }
           if constexpr (K == GeluKind::kFast) {
             for (int64_t i = 0; i < m; ++i) r[i] = 0.7978845608028654f * (v[i] + 0.044715f * v[i] * v[i] * v[i]);

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "providers/cpu/contrib/float_io.h"
+#include "providers/cpu/gemm/sgemm.h"
+#include "providers/cpu/math/fast_math.h"
 
 namespace onyx::cpu {
 namespace {
@@ -227,8 +229,11 @@ class MultiHeadAttentionKernel final : public Kernel {
     const float scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(head));
     const float lowest = std::numeric_limits<float>::lowest();
 
+    // Per (batch, head): scores = scale * Q K^T and out = P V with the SGEMM
+    // (parallel over batch * heads, so each product runs single-threaded), the
+    // masks and bias applied per score row, and softmax with the vector exp.
     parallel_for(ctx.thread_pool(), batch * heads, static_cast<double>(q_len * total * (head + v_head)), [&](int64_t begin, int64_t end) {
-      std::vector<float> scores(static_cast<size_t>(total));
+      std::vector<float> scores(static_cast<size_t>(q_len * total));
       for (int64_t bn = begin; bn < end; ++bn) {
         const int64_t b = bn / heads, n = bn % heads;
         const float* kb = k.data() + bn * total * head;
@@ -236,42 +241,37 @@ class MultiHeadAttentionKernel final : public Kernel {
         const float* ab = abf.empty() ? nullptr
                                       : abf.data() + ((attn_bias->dim(0) == 1 ? 0 : b) * attn_bias->dim(1) + (attn_bias->dim(1) == 1 ? 0 : n)) *
                                                          q_len * total;
+        sgemm(false, true, q_len, total, head, scale, q.data() + bn * q_len * head, head, kb, head, 0.0f, scores.data(), total, nullptr);
         for (int64_t i = 0; i < q_len; ++i) {
-          const float* qi = q.data() + (bn * q_len + i) * head;
-          float peak = lowest;
-          for (int64_t j = 0; j < total; ++j) {
-            float dot = 0.0f;
-            for (int64_t h = 0; h < head; ++h) dot += qi[h] * kb[j * head + h];
-            bool padded = false;
-            switch (mask_kind) {
-              case MaskKind::kNone: break;
-              case MaskKind::kLengths: padded = j >= pm[b]; break;
-              case MaskKind::kKeys: padded = pm[b * total + j] == 0; break;
-              case MaskKind::kQueryKeys: padded = pm[(b * q_len + i) * total + j] == 0; break;
-            }
-            float s = dot * scale + (padded ? mask_filter_value_ : 0.0f);
-            if (ab != nullptr) s += ab[i * total + j];
-            // Causal: onnxruntime leaves the last query row unmasked (it only
-            // matters when kv_sequence differs from sequence).
-            if (unidirectional_ && i < q_len - 1 && j > past_len + i) s = lowest;
-            scores[static_cast<size_t>(j)] = s;
-            peak = std::max(peak, s);
+          float* row = scores.data() + i * total;
+          switch (mask_kind) {
+            case MaskKind::kNone: break;
+            case MaskKind::kLengths:
+              for (int64_t j = std::max<int64_t>(0, pm[b]); j < total; ++j) row[j] += mask_filter_value_;
+              break;
+            case MaskKind::kKeys:
+              for (int64_t j = 0; j < total; ++j) row[j] += pm[b * total + j] == 0 ? mask_filter_value_ : 0.0f;
+              break;
+            case MaskKind::kQueryKeys:
+              for (int64_t j = 0; j < total; ++j) row[j] += pm[(b * q_len + i) * total + j] == 0 ? mask_filter_value_ : 0.0f;
+              break;
           }
-          if (want_qk) std::copy(scores.begin(), scores.end(), qk.begin() + (bn * q_len + i) * total);
-          float sum = 0.0f;
-          for (int64_t j = 0; j < total; ++j) {
-            const float e = std::exp(scores[static_cast<size_t>(j)] - peak);
-            scores[static_cast<size_t>(j)] = e;
-            sum += e;
+          if (ab != nullptr) {
+            const float* abi = ab + i * total;
+            for (int64_t j = 0; j < total; ++j) row[j] += abi[j];
           }
-          float* o = out.data() + (b * q_len + i) * v_hidden + n * v_head;
-          for (int64_t h = 0; h < v_head; ++h) o[h] = 0.0f;
-          for (int64_t j = 0; j < total; ++j) {
-            const float p = scores[static_cast<size_t>(j)] / sum;
-            const float* vj = vb + j * v_head;
-            for (int64_t h = 0; h < v_head; ++h) o[h] += p * vj[h];
+          // Causal: onnxruntime leaves the last query row unmasked (it only
+          // matters when kv_sequence differs from sequence).
+          if (unidirectional_ && i < q_len - 1) {
+            for (int64_t j = std::max<int64_t>(0, past_len + i + 1); j < total; ++j) row[j] = lowest;
           }
+          if (want_qk) std::copy(row, row + total, qk.begin() + (bn * q_len + i) * total);
+          const float peak = max_array(row, total);
+          const float sum = fast_exp_shifted_sum(row, peak, row, total);
+          scale_array(row, 1.0f / sum, total);
         }
+        sgemm(false, false, q_len, v_head, total, 1.0f, scores.data(), total, vb, v_head, 0.0f,
+              out.data() + b * q_len * v_hidden + n * v_head, v_hidden, nullptr);
       }
     });
     write_floats(y, out.data(), static_cast<int64_t>(out.size()));

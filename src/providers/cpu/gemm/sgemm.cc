@@ -220,8 +220,14 @@ void pack_a_whole(const SgemmKernel& kern, bool trans_a, const float* A, int64_t
   }
 }
 
+// The microkernels' view of `ep` for the tile whose first element is C(row0, col0).
+gemm_detail::TileEpilogue tile_epilogue(const GemmEpilogue& ep, int64_t row0, int64_t col0) {
+  return {ep.row_bias != nullptr ? ep.row_bias + row0 : nullptr, ep.col_bias != nullptr ? ep.col_bias + col0 : nullptr,
+          static_cast<int>(ep.activation), ep.clip_min, ep.clip_max, ep.leaky_alpha};
+}
+
 // Adds the biases and applies the activation to an m x n tile of C whose
-// first element is C(row0, col0).
+// first element is C(row0, col0) (the GEMV paths; tiles do it in the kernel).
 ONYX_TARGET_CLONES
 void apply_epilogue(float* c, int64_t ldc, int64_t m, int64_t n, int64_t row0, int64_t col0, const GemmEpilogue& ep) {
   const float* col_bias = ep.col_bias != nullptr ? ep.col_bias + col0 : nullptr;
@@ -385,8 +391,9 @@ void run_gemm(const SgemmKernel& kern, int64_t M, int64_t N, int64_t K, float al
         for (int64_t ir = 0; ir < mb; ir += mr) {
           const int64_t m = std::min(mr, mb - ir);
           float* c = C + (i0 + ir) * ldc + j0 + jr;
-          kern.tile[m - 1](kc, a_pan + ir * kc, b_panel, c, ldc, n, alpha, tile_beta);
-          if (last && epilogue) apply_epilogue(c, ldc, m, n, i0 + ir, j0 + jr, ep);
+          const gemm_detail::TileEpilogue tile_ep = tile_epilogue(ep, i0 + ir, j0 + jr);
+          kern.tile[m - 1](kc, a_pan + ir * kc, b_panel, c, ldc, n, alpha, tile_beta,
+                           last && epilogue ? &tile_ep : nullptr);
         }
       }
     }
@@ -568,8 +575,9 @@ void sgemm_packed_a_rows_b(const PackedMatrix& A, int64_t i0, int64_t i1, int64_
       for (int64_t ir = i0; ir < i1; ir += mr) {
         const int64_t m = std::min(mr, i1 - ir);
         float* c = C + (ir - i0) * ldc + jr;
-        kern.indirect[m - 1](kc, a_block + ir * kc, x + jr, offsets + p0, c, ldc, n, 1.0f, tile_beta);
-        if (last && epilogue) apply_epilogue(c, ldc, m, n, ir, jr, ep);
+        const gemm_detail::TileEpilogue tile_ep = tile_epilogue(ep, ir, jr);
+        kern.indirect[m - 1](kc, a_block + ir * kc, x + jr, offsets + p0, c, ldc, n, 1.0f, tile_beta,
+                             last && epilogue ? &tile_ep : nullptr);
       }
     }
   }

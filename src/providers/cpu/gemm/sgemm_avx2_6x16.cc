@@ -34,9 +34,39 @@ struct IndirectRows {
   const float* row(int64_t p) const { return x + offsets[p]; }
 };
 
+// The activation of a TileEpilogue, with the NaN behaviour of the scalar
+// epilogue: Relu turns NaN into 0, Clip and LeakyRelu keep it.
+ONYX_AVX2 inline __m256 activate(__m256 v, const TileEpilogue& ep) {
+  switch (ep.activation) {
+    case 1:  // kRelu: max returns its second operand when either is NaN
+      return _mm256_max_ps(v, _mm256_setzero_ps());
+    case 2:  // kClip
+      return _mm256_min_ps(_mm256_set1_ps(ep.clip_max), _mm256_max_ps(_mm256_set1_ps(ep.clip_min), v));
+    case 3: {  // kLeakyRelu
+      const __m256 keep = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ);
+      return _mm256_blendv_ps(_mm256_mul_ps(v, _mm256_set1_ps(ep.leaky_alpha)), v, keep);
+    }
+    default:
+      return v;
+  }
+}
+
+// Adds the biases and applies the activation to row i's two vectors.
+ONYX_AVX2 inline void finish_row(const TileEpilogue* ep, int i, __m256 cb0, __m256 cb1, __m256& v0, __m256& v1) {
+  if (ep == nullptr) return;
+  if (ep->row_bias != nullptr) {
+    const __m256 rb = _mm256_set1_ps(ep->row_bias[i]);
+    v0 = _mm256_add_ps(v0, rb);
+    v1 = _mm256_add_ps(v1, rb);
+  }
+  v0 = activate(_mm256_add_ps(v0, cb0), *ep);
+  v1 = activate(_mm256_add_ps(v1, cb1), *ep);
+}
+
 template <int M, typename Rows>
 ONYX_AVX2 inline __attribute__((always_inline)) void tile_body(int64_t k, const float* a, Rows rows, float* c,
-                                                               int64_t ldc, int64_t n, float alpha, float beta) {
+                                                               int64_t ldc, int64_t n, float alpha, float beta,
+                                                               const TileEpilogue* ep) {
   __m256 acc0[M], acc1[M];
 #pragma GCC unroll 6
   for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm256_setzero_ps();
@@ -53,6 +83,13 @@ ONYX_AVX2 inline __attribute__((always_inline)) void tile_body(int64_t k, const 
     a += kMR;
   }
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  __m256i m0, m1;
+  column_masks(n, m0, m1);
+  __m256 cb0 = _mm256_setzero_ps(), cb1 = cb0;
+  if (ep != nullptr && ep->col_bias != nullptr) {
+    cb0 = _mm256_maskload_ps(ep->col_bias, m0);
+    cb1 = _mm256_maskload_ps(ep->col_bias + 8, m1);
+  }
   if (n == kNR) {
 #pragma GCC unroll 6
     for (int i = 0; i < M; ++i) {
@@ -62,13 +99,12 @@ ONYX_AVX2 inline __attribute__((always_inline)) void tile_body(int64_t k, const 
         v0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(row), v0);
         v1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(row + 8), v1);
       }
+      finish_row(ep, i, cb0, cb1, v0, v1);
       _mm256_storeu_ps(row, v0);
       _mm256_storeu_ps(row + 8, v1);
     }
     return;
   }
-  __m256i m0, m1;
-  column_masks(n, m0, m1);
 #pragma GCC unroll 6
   for (int i = 0; i < M; ++i) {
     float* row = c + i * ldc;
@@ -77,6 +113,7 @@ ONYX_AVX2 inline __attribute__((always_inline)) void tile_body(int64_t k, const 
       v0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(row, m0), v0);
       v1 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(row + 8, m1), v1);
     }
+    finish_row(ep, i, cb0, cb1, v0, v1);
     _mm256_maskstore_ps(row, m0, v0);
     _mm256_maskstore_ps(row + 8, m1, v1);
   }
@@ -84,14 +121,14 @@ ONYX_AVX2 inline __attribute__((always_inline)) void tile_body(int64_t k, const 
 
 template <int M>
 ONYX_AVX2 void tile_6x16(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t n, float alpha,
-                         float beta) {
-  tile_body<M>(k, a, PackedRows{b}, c, ldc, n, alpha, beta);
+                         float beta, const TileEpilogue* ep) {
+  tile_body<M>(k, a, PackedRows{b}, c, ldc, n, alpha, beta, ep);
 }
 
 template <int M>
 ONYX_AVX2 void indirect_6x16(int64_t k, const float* a, const float* x, const int64_t* offsets, float* c, int64_t ldc,
-                             int64_t n, float alpha, float beta) {
-  tile_body<M>(k, a, IndirectRows{x, offsets}, c, ldc, n, alpha, beta);
+                             int64_t n, float alpha, float beta, const TileEpilogue* ep) {
+  tile_body<M>(k, a, IndirectRows{x, offsets}, c, ldc, n, alpha, beta, ep);
 }
 
 // One row: two k steps per iteration so four independent accumulators hide

@@ -33,9 +33,28 @@ struct IndirectRows {
   const float* row(int64_t p) const { return x + offsets[p]; }
 };
 
+// The activation of a TileEpilogue, with the NaN behaviour of the scalar
+// epilogue: Relu turns NaN into 0, Clip and LeakyRelu keep it.
+ONYX_AVX512 inline __m512 activate(__m512 v, const TileEpilogue& ep) {
+  switch (ep.activation) {
+    case 1:  // kRelu: max returns its second operand when either is NaN
+      return _mm512_maskz_max_ps(0xFFFF, v, _mm512_setzero_ps());
+    case 2:  // kClip
+      return _mm512_maskz_min_ps(0xFFFF, _mm512_set1_ps(ep.clip_max),
+                                 _mm512_maskz_max_ps(0xFFFF, _mm512_set1_ps(ep.clip_min), v));
+    case 3: {  // kLeakyRelu
+      const __mmask16 keep = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ);
+      return _mm512_mask_blend_ps(keep, _mm512_mul_ps(v, _mm512_set1_ps(ep.leaky_alpha)), v);
+    }
+    default:
+      return v;
+  }
+}
+
 template <int M, typename Rows>
 ONYX_AVX512 inline __attribute__((always_inline)) void tile_body(int64_t k, const float* a, Rows rows, float* c,
-                                                                 int64_t ldc, int64_t n, float alpha, float beta) {
+                                                                 int64_t ldc, int64_t n, float alpha, float beta,
+                                                                 const TileEpilogue* ep) {
   __m512 acc0[M], acc1[M];
 #pragma GCC unroll 12
   for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
@@ -54,6 +73,11 @@ ONYX_AVX512 inline __attribute__((always_inline)) void tile_body(int64_t k, cons
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   __mmask16 m0, m1;
   column_masks(n, m0, m1);
+  __m512 cb0 = _mm512_setzero_ps(), cb1 = cb0;
+  if (ep != nullptr && ep->col_bias != nullptr) {
+    cb0 = _mm512_maskz_loadu_ps(m0, ep->col_bias);
+    cb1 = _mm512_maskz_loadu_ps(m1, ep->col_bias + 16);
+  }
 #pragma GCC unroll 12
   for (int i = 0; i < M; ++i) {
     float* row = c + i * ldc;
@@ -62,6 +86,15 @@ ONYX_AVX512 inline __attribute__((always_inline)) void tile_body(int64_t k, cons
       v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, row), v0);
       v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, row + 16), v1);
     }
+    if (ep != nullptr) {
+      if (ep->row_bias != nullptr) {
+        const __m512 rb = _mm512_set1_ps(ep->row_bias[i]);
+        v0 = _mm512_add_ps(v0, rb);
+        v1 = _mm512_add_ps(v1, rb);
+      }
+      v0 = activate(_mm512_add_ps(v0, cb0), *ep);
+      v1 = activate(_mm512_add_ps(v1, cb1), *ep);
+    }
     _mm512_mask_storeu_ps(row, m0, v0);
     _mm512_mask_storeu_ps(row + 16, m1, v1);
   }
@@ -69,14 +102,14 @@ ONYX_AVX512 inline __attribute__((always_inline)) void tile_body(int64_t k, cons
 
 template <int M>
 ONYX_AVX512 void tile_12x32(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t n, float alpha,
-                            float beta) {
-  tile_body<M>(k, a, PackedRows{b}, c, ldc, n, alpha, beta);
+                            float beta, const TileEpilogue* ep) {
+  tile_body<M>(k, a, PackedRows{b}, c, ldc, n, alpha, beta, ep);
 }
 
 template <int M>
 ONYX_AVX512 void indirect_12x32(int64_t k, const float* a, const float* x, const int64_t* offsets, float* c,
-                                int64_t ldc, int64_t n, float alpha, float beta) {
-  tile_body<M>(k, a, IndirectRows{x, offsets}, c, ldc, n, alpha, beta);
+                                int64_t ldc, int64_t n, float alpha, float beta, const TileEpilogue* ep) {
+  tile_body<M>(k, a, IndirectRows{x, offsets}, c, ldc, n, alpha, beta, ep);
 }
 
 // One row: two k steps per iteration so four independent accumulators hide

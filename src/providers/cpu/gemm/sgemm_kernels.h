@@ -7,14 +7,25 @@
 
 namespace onyx::cpu::gemm_detail {
 
+// What a tile adds and applies in its write-back (after the last K block):
+// GemmEpilogue's fields with the biases offset to the tile's first row and
+// column. Kernels take a null pointer for none.
+struct TileEpilogue {
+  const float* row_bias;  // m values (the tile's rows), or null
+  const float* col_bias;  // n values (the tile's columns), or null
+  int activation;         // a GemmActivation
+  float clip_min, clip_max, leaky_alpha;
+};
+
 // Computes one MR x NR tile of C from packed panels over `k` steps:
 //   acc(i, j) = sum_p a[p * MR + i] * b[p * NR + j]
 //   C(i, j)   = alpha * acc(i, j) + beta * C(i, j)      (beta == 0: C is only written)
+// then, when `ep` is not null, + row_bias[i] + col_bias[j] and the activation.
 // for i < m (the template's row count, 1..MR) and j < n (1..NR, the columns
 // still inside the matrix). Panels are padded with zeros to MR and NR, so the
 // arithmetic is always full width; only C's loads and stores are clipped.
 using MicroKernel = void (*)(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t n,
-                             float alpha, float beta);
+                             float alpha, float beta, const TileEpilogue* ep);
 
 // y(j) = alpha * sum_p x[p] * b[p * NR + j] + beta * y(j) for j < n: one row
 // against one packed B panel (M == 1, where an MR-row tile would waste MR-1 rows).
@@ -25,7 +36,7 @@ using RowKernel = void (*)(int64_t k, const float* x, const float* b, float* y, 
 // right edge). Convolutions point the rows into a padded input image, which
 // makes the packing of B (im2col) unnecessary.
 using IndirectKernel = void (*)(int64_t k, const float* a, const float* x, const int64_t* offsets, float* c,
-                                int64_t ldc, int64_t n, float alpha, float beta);
+                                int64_t ldc, int64_t n, float alpha, float beta, const TileEpilogue* ep);
 
 constexpr int kMaxMR = 16;
 

@@ -21,8 +21,21 @@ inline Vec4 load4(const float* p) {
 }
 inline void store4(float* p, Vec4 v) { std::memcpy(p, &v, sizeof(v)); }
 
+// C(i, j) + row_bias[i] + col_bias[j], then the activation (a GemmActivation).
+inline float finish(float v, int i, int64_t j, const TileEpilogue& ep) {
+  if (ep.row_bias != nullptr) v += ep.row_bias[i];
+  if (ep.col_bias != nullptr) v += ep.col_bias[j];
+  switch (ep.activation) {
+    case 1: return v > 0.0f ? v : 0.0f;
+    case 2: return v < ep.clip_min ? ep.clip_min : (ep.clip_max < v ? ep.clip_max : v);
+    case 3: return v >= 0.0f ? v : v * ep.leaky_alpha;
+    default: return v;
+  }
+}
+
 template <int M>
-void tile_6x8(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t n, float alpha, float beta) {
+void tile_6x8(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t n, float alpha, float beta,
+              const TileEpilogue* ep) {
   Vec4 acc[M][2];
   for (int i = 0; i < M; ++i) acc[i][0] = acc[i][1] = Vec4{0, 0, 0, 0};
   for (int64_t p = 0; p < k; ++p) {
@@ -38,7 +51,7 @@ void tile_6x8(int64_t k, const float* a, const float* b, float* c, int64_t ldc, 
   }
   const Vec4 va = Vec4{alpha, alpha, alpha, alpha};
   const Vec4 vb = Vec4{beta, beta, beta, beta};
-  if (n == kNR) {
+  if (n == kNR && ep == nullptr) {
     for (int i = 0; i < M; ++i) {
       float* row = c + i * ldc;
       Vec4 v0 = va * acc[i][0], v1 = va * acc[i][1];
@@ -57,6 +70,8 @@ void tile_6x8(int64_t k, const float* a, const float* b, float* c, int64_t ldc, 
     store4(tile + 4, va * acc[i][1]);
     float* row = c + i * ldc;
     for (int64_t j = 0; j < n; ++j) row[j] = beta == 0.0f ? tile[j] : tile[j] + beta * row[j];
+    if (ep != nullptr)
+      for (int64_t j = 0; j < n; ++j) row[j] = finish(row[j], i, j, *ep);
   }
 }
 

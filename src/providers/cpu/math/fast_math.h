@@ -389,14 +389,34 @@ ONYX_AVX512F void apply16(const float* x, float* y, int64_t n) {
   }
 }
 
-// y[i] = exp(x[i] - shift); returns the sum of the y[i] (softmax's denominator).
+// exp(x) for x <= 0 or NaN (softmax's shifted inputs): no overflow to
+// handle, so a clamp from below (which keeps NaN: max returns its second
+// operand then) and scalef do all the range work.
+ONYX_AVX512F inline __m512 exp_nonpositive16(__m512 x) {
+  const __m512 xc = _mm512_maskz_max_ps(kAllLanes, _mm512_set1_ps(kExpMin), x);
+  const __m512 n =
+      _mm512_maskz_roundscale_ps(kAllLanes, _mm512_mul_ps(xc, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT);
+  const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), xc));
+  __m512 p = _mm512_set1_ps(kExpC7);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC5));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC2));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_scalef_ps(kAllLanes, p, n);
+}
+
+// y[i] = exp(x[i] - shift) for shift >= every x[i]; returns the sum of the
+// y[i] (softmax's denominator).
 ONYX_AVX512F inline float exp_shifted_sum16(const float* x, float shift, float* y, int64_t n) {
   const __m512 vs = _mm512_set1_ps(shift);
   __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    const __m512 e0 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vs));
-    const __m512 e1 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vs));
+    const __m512 e0 = exp_nonpositive16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vs));
+    const __m512 e1 = exp_nonpositive16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vs));
     _mm512_storeu_ps(y + i, e0);
     _mm512_storeu_ps(y + i + 16, e1);
     sum0 = _mm512_add_ps(sum0, e0);
@@ -404,7 +424,7 @@ ONYX_AVX512F inline float exp_shifted_sum16(const float* x, float shift, float* 
   }
   for (; i < n; i += 16) {
     const __mmask16 m = static_cast<__mmask16>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
-    const __m512 e = _mm512_maskz_mov_ps(m, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vs)));
+    const __m512 e = _mm512_maskz_mov_ps(m, exp_nonpositive16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vs)));
     _mm512_mask_storeu_ps(y + i, m, e);
     sum0 = _mm512_add_ps(sum0, e);
   }
@@ -431,6 +451,16 @@ ONYX_AVX512F inline float max16(const float* x, int64_t n) {
   float m = lanes[0];
   for (float v : lanes) m = v > m ? v : m;
   return m;
+}
+
+ONYX_AVX512F inline void scale16(float* y, float s, int64_t n) {
+  const __m512 vs = _mm512_set1_ps(s);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), vs));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, y + i), vs));
+  }
 }
 
 #undef ONYX_AVX512F
@@ -486,7 +516,19 @@ inline float max_array(const float* x, int64_t n) {
   return m;
 }
 
-// y[i] = exp(x[i] - shift) for i < n, returning their sum; y may be x.
+// y[i] *= s for i < n.
+inline void scale_array(float* y, float s, int64_t n) {
+#if defined(ONYX_FAST_MATH_AVX2)
+  if (fast_math_detail::has_avx512f()) {
+    fast_math_detail::scale16(y, s, n);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < n; ++i) y[i] *= s;
+}
+
+// y[i] = exp(x[i] - shift) for i < n, returning their sum; y may be x. For
+// softmax: shift is at least every x[i] (their maximum).
 inline float fast_exp_shifted_sum(const float* x, float shift, float* y, int64_t n) {
 #if defined(ONYX_FAST_MATH_AVX2)
   if (fast_math_detail::has_avx512f()) return fast_math_detail::exp_shifted_sum16(x, shift, y, n);

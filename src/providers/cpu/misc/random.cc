@@ -2,6 +2,7 @@
 // A `seed` attribute makes every run give the same numbers; without it each
 // run draws a fresh seed. The generator is local to each compute call.
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -13,7 +14,15 @@ namespace {
 
 // Seed for one run: the attribute's bits when given, else a fresh one.
 uint64_t run_seed(bool has_seed, float seed) {
-  if (has_seed) return static_cast<uint64_t>(static_cast<int64_t>(seed));
+  if (has_seed) {
+    // NaN, infinite or huge seeds cannot be cast to int64 (undefined): use their bits.
+    if (!(std::fabs(seed) < 9.0e18f)) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, &seed, sizeof bits);
+      return bits;
+    }
+    return static_cast<uint64_t>(static_cast<int64_t>(seed));
+  }
   std::random_device device;
   return (static_cast<uint64_t>(device()) << 32) ^ device();
 }

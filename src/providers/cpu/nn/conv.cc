@@ -14,6 +14,7 @@
 #include "providers/cpu/gemm/sgemm.h"
 #include "providers/cpu/gemm/target_clones.h"
 #include "providers/cpu/nn/conv_depthwise.h"
+#include "providers/cpu/nn/conv_winograd.h"
 #include "providers/cpu/nn/fused_kernels.h"
 #include "providers/cpu/nn/nn_util.h"
 
@@ -204,22 +205,6 @@ std::vector<PackedMatrix> pack_weights(const float* weights, int64_t group, int6
   return packed;
 }
 
-// y[i] = act(y[i]) for i < n.
-void apply_activation(float* y, int64_t n, const GemmEpilogue& act) {
-  switch (act.activation) {
-    case GemmActivation::kNone: break;
-    case GemmActivation::kRelu:
-      for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
-      break;
-    case GemmActivation::kClip:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i], act.clip_min), act.clip_max);
-      break;
-    case GemmActivation::kLeakyRelu:
-      for (int64_t i = 0; i < n; ++i) y[i] = y[i] >= 0.0f ? y[i] : y[i] * act.leaky_alpha;
-      break;
-  }
-}
-
 // dst[j] = src[2 * j] for j < n: one phase of a stride-2 row (a fixed stride
 // lets the compiler vectorize the loads with permutes).
 ONYX_TARGET_CLONES
@@ -357,15 +342,19 @@ void convolve_planes(const float* x, const std::vector<PackedMatrix>& packed, co
   const int64_t threads = pool == nullptr ? 1 : pool->parallelism();
   // A chunk of columns whose mg x cols buffer stays in L2 (128 KiB) while the
   // K blocks accumulate into it.
-  // A chunk count that is a multiple of the threads, so that they share the
-  // chunks evenly.
-  const int64_t cols_max = std::max(nr, (int64_t{32768} / mg) / nr * nr);
+  // Tasks are (group, column chunk, row range) with a rows x cols buffer of
+  // at most 128 KiB, so it stays in L2 while the K blocks accumulate into it;
+  // and a row range's block of A is read once for all its columns. The chunk
+  // count is a multiple of the threads, so that they share the chunks evenly.
+  constexpr int64_t kBufferFloats = 32768;
+  const int64_t cols_max = std::max(nr, int64_t{512} / nr * nr);
   int64_t chunks = (columns + cols_max - 1) / cols_max;
   if (threads > 1 && chunks * group >= threads) chunks = (chunks + threads - 1) / threads * threads;
   const int64_t cols = ((columns + chunks - 1) / chunks + nr - 1) / nr * nr;
   chunks = (columns + cols - 1) / cols;
   const int64_t m_panels = (mg + mr - 1) / mr;
-  int64_t m_splits = 1;
+  const int64_t panels_per_task = std::clamp<int64_t>(kBufferFloats / cols / mr, 1, m_panels);
+  int64_t m_splits = (m_panels + panels_per_task - 1) / panels_per_task;
   while (threads > 1 && group * chunks * m_splits < 2 * threads && m_splits * 2 <= m_panels) m_splits *= 2;
   const int64_t rows_max = (m_panels + m_splits - 1) / m_splits * mr;
   const int64_t tasks = group * chunks * m_splits;
@@ -403,7 +392,7 @@ void convolve_planes(const float* x, const std::vector<PackedMatrix>& packed, co
                          } else {
                            const float* z = zn + channel + orow * pp.ow + ocol;
                            for (int64_t j = 0; j < valid; ++j) dst[j] = src[q - q0 + j] + z[j];
-                           apply_activation(dst, valid, activation);
+                           nn::apply_gemm_activation(dst, valid, activation);
                          }
                          q = next;
                        }
@@ -420,7 +409,7 @@ void apply_residual_and_activation(float* y, const float* residual, int64_t n, c
   parallel_for(pool, n, 2.0, [&](int64_t begin, int64_t end) {
     if (residual != nullptr)
       for (int64_t i = begin; i < end; ++i) y[i] += residual[i];
-    apply_activation(y + begin, end - begin, act);
+    nn::apply_gemm_activation(y + begin, end - begin, act);
   });
 }
 
@@ -429,7 +418,8 @@ void apply_residual_and_activation(float* y, const float* residual, int64_t n, c
 // kernel's creation) or is null, and W is packed here.
 void convolve_float(const float* x, const float* weights, const std::vector<PackedMatrix>* packed, const float* bias,
                     float* y, int64_t batch, int64_t in_channels, int64_t out_channels, int64_t group, const Window& w,
-                    ThreadPool* pool, const float* residual = nullptr, const GemmEpilogue& activation = {}) {
+                    ThreadPool* pool, const float* residual = nullptr, const GemmEpilogue& activation = {},
+                    const nn::WinogradWeights* winograd = nullptr) {
   const int64_t cg = in_channels / group;
   const int64_t mg = out_channels / group;
   const int64_t in_size = w.input_size();
@@ -441,6 +431,17 @@ void convolve_float(const float* x, const float* weights, const std::vector<Pack
       apply_residual_and_activation(y, residual, batch * out_channels * out_size, activation, pool);
     }
     return;
+  }
+  if (nn::winograd_applies(w, group, in_channels, out_channels)) {
+    nn::WinogradWeights winograd_here;
+    if (winograd == nullptr || winograd->empty()) {
+      winograd_here = nn::winograd_transform_weights(weights, out_channels, in_channels);
+      winograd = &winograd_here;
+    }
+    if (sgemm_has_row_pointer_b(winograd->u.front())) {
+      nn::winograd_convolve(x, *winograd, bias, y, batch, in_channels, out_channels, w, pool, residual, activation);
+      return;
+    }
   }
   std::vector<PackedMatrix> packed_here;
   if (packed == nullptr) {
@@ -564,6 +565,10 @@ class ConvKernel final : public Kernel {
       const int64_t mg = w->dim(0) / group_, kg = w->size() / w->dim(0);
       packed_w_ = pack_weights(w->data<float>(), group_, mg, kg);
       packed_w_shape_ = w->shape();
+      // 3x3 weights also in the Winograd domain, for the inputs large enough to use it.
+      if (group_ == 1 && w->rank() == 4 && w->dim(2) == 3 && w->dim(3) == 3 && w->dim(0) >= 16 && w->dim(1) >= 16) {
+        winograd_w_ = nn::winograd_transform_weights(w->data<float>(), w->dim(0), w->dim(1));
+      }
     }
   }
 
@@ -601,7 +606,8 @@ class ConvKernel final : public Kernel {
         const bool use_packed = !packed_w_.empty() && w->shape() == packed_w_shape_;
         convolve_float(x->data<float>(), w->data<float>(), use_packed ? &packed_w_ : nullptr,
                        b ? b->data<float>() : nullptr, y.data<float>(), batch, in_channels, out_channels, group_, win,
-                       pool, z != nullptr ? z->data<float>() : nullptr, activation_);
+                       pool, z != nullptr ? z->data<float>() : nullptr, activation_,
+                       use_packed ? &winograd_w_ : nullptr);
       } else if constexpr (std::is_same_v<T, double>) {
         convolve<T>(x->data<T>(), w->data<T>(), b ? b->data<T>() : nullptr, y.data<T>(), batch, in_channels,
                     out_channels, group_, win, pool);
@@ -624,6 +630,7 @@ class ConvKernel final : public Kernel {
   GemmEpilogue activation_;  // FusedConv's activation (biases unused); none for Conv
   bool residual_input_;      // FusedConv: input #3 (Z) is added before the activation
   std::vector<PackedMatrix> packed_w_;  // per group, when W is a constant float
+  nn::WinogradWeights winograd_w_;      // a constant 3x3 W transformed for Winograd F(2x2, 3x3)
   Shape packed_w_shape_;
 };
 

@@ -1,5 +1,6 @@
 // ConvTranspose: per image and group, col = W_g^T * X_g (one GEMM), then col2im
-// scatters each column back into the (larger) output, adding overlaps.
+// scatters each column back into the (larger) output, adding overlaps. Float
+// 1-D and 2-D run in L2-sized chunks of input rows with W packed once.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -76,6 +77,82 @@ void transpose_convolve(const T* x, const T* w, const T* bias, T* y, int64_t bat
   });
 }
 
+// Float, 1-D and 2-D (1-D as a height of 1): per image and group, chunks of
+// input rows sized to stay in L2 go through one multithreaded GEMM with W_g^T
+// packed (once, at kernel creation, when W is constant), then a col2im of the
+// chunk whose inner loop is a unit-stride add when the stride across is 1,
+// parallel over output channels (whose outputs do not overlap).
+struct Plane2D {
+  int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
+  explicit Plane2D(const Geometry& g) {
+    const size_t r = g.input.size();
+    const bool two = r == 2;
+    ih = two ? g.input[0] : 1, oh = two ? g.output[0] : 1, kh = two ? g.kernel[0] : 1;
+    sh = two ? g.strides[0] : 1, dh = two ? g.dilations[0] : 1, ph = two ? g.pads_begin[0] : 0;
+    iw = g.input[r - 1], ow = g.output[r - 1], kw = g.kernel[r - 1];
+    sw = g.strides[r - 1], dw = g.dilations[r - 1], pw = g.pads_begin[r - 1];
+  }
+};
+
+// Adds col rows of channels [c0, c1) (each kh*kw rows of (r1 - r0) * iw
+// floats: input rows r0..r1) into y (channels x oh x ow).
+void col2im_chunk(const float* col, int64_t c0, int64_t c1, const Plane2D& p, int64_t r0, int64_t r1, float* y) {
+  const int64_t width = (r1 - r0) * p.iw, out_size = p.oh * p.ow;
+  for (int64_t c = c0; c < c1; ++c) {
+    float* yc = y + c * out_size;
+    for (int64_t a = 0; a < p.kh; ++a)
+      for (int64_t b = 0; b < p.kw; ++b) {
+        const float* src = col + ((c * p.kh + a) * p.kw + b) * width;
+        const int64_t shift = b * p.dw - p.pw;  // output column = iw * sw + shift
+        // Input columns whose output column is inside [0, ow).
+        const int64_t lo = shift >= 0 ? 0 : std::min(p.iw, (-shift + p.sw - 1) / p.sw);
+        const int64_t hi = std::max(lo, std::min(p.iw, (p.ow - shift + p.sw - 1) / p.sw));
+        for (int64_t i = r0; i < r1; ++i) {
+          const int64_t o = i * p.sh - p.ph + a * p.dh;
+          if (o < 0 || o >= p.oh) continue;
+          const float* s_row = src + (i - r0) * p.iw;
+          float* y_row = yc + o * p.ow + shift;
+          if (p.sw == 1) {
+            for (int64_t j = lo; j < hi; ++j) y_row[j] += s_row[j];
+          } else {
+            for (int64_t j = lo; j < hi; ++j) y_row[j * p.sw] += s_row[j];
+          }
+        }
+      }
+  }
+}
+
+void transpose_convolve_float(const float* x, const std::vector<PackedMatrix>& packed_wt, const float* bias, float* y,
+                              int64_t batch, int64_t in_channels, int64_t out_channels, int64_t group,
+                              const Geometry& geo, ThreadPool* pool) {
+  const Plane2D p(geo);
+  const int64_t cg = in_channels / group, mg = out_channels / group;
+  const int64_t in_size = p.ih * p.iw, out_size = p.oh * p.ow, rows = mg * p.kh * p.kw;
+  const int64_t chunk_rows = std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(rows * p.iw, 1), 1, p.ih);
+  std::vector<float> col(static_cast<size_t>(rows * chunk_rows * p.iw));
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t g = 0; g < group; ++g) {
+      const float* xg = x + (n * in_channels + g * cg) * in_size;
+      float* yg = y + (n * out_channels + g * mg) * out_size;
+      for (int64_t m = 0; m < mg; ++m) std::fill(yg + m * out_size, yg + (m + 1) * out_size, bias ? bias[g * mg + m] : 0.0f);
+      for (int64_t r0 = 0; r0 < p.ih; r0 += chunk_rows) {
+        const int64_t r1 = std::min(p.ih, r0 + chunk_rows), width = (r1 - r0) * p.iw;
+        sgemm_packed_a(packed_wt[static_cast<size_t>(g)], false, width, 1.0f, xg + r0 * p.iw, in_size, 0.0f,
+                       col.data(), width, pool);
+        parallel_for(pool, mg, 2.0 * static_cast<double>(p.kh * p.kw * width), [&](int64_t c0, int64_t c1) {
+          col2im_chunk(col.data(), c0, c1, p, r0, r1, yg);
+        });
+      }
+    }
+}
+
+// W (C x M/group x kernel) as W_g^T per group, packed as the GEMM's left operand.
+std::vector<PackedMatrix> pack_transposed_weights(const float* w, int64_t group, int64_t cg, int64_t rows) {
+  std::vector<PackedMatrix> packed;
+  for (int64_t g = 0; g < group; ++g) packed.push_back(pack_a(true, rows, cg, w + g * cg * rows, rows));
+  return packed;
+}
+
 // Python-style floor division, as the spec's pad formula uses for negative totals.
 int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0); }
 
@@ -91,6 +168,14 @@ class ConvTransposeKernel final : public Kernel {
         output_shape_(info.attr_ints("output_shape")),
         group_(info.attr_int("group", 1)) {
     if (group_ < 1) throw Error(invalid_model(info.label(), ": attribute group is ", group_, ", expected >= 1"));
+    // A constant float W is packed for the GEMM once, here.
+    const Tensor* w = info.constant_input(1);
+    if (w != nullptr && w->dtype() == DataType::kFloat && (w->rank() == 3 || w->rank() == 4) && w->size() > 0 &&
+        w->dim(0) % group_ == 0) {
+      const int64_t cg = w->dim(0) / group_;
+      packed_wt_ = pack_transposed_weights(w->data<float>(), group_, cg, w->size() / w->dim(0));
+      packed_w_shape_ = w->shape();
+    }
   }
 
   Status compute(KernelContext& ctx) const override {
@@ -182,6 +267,17 @@ class ConvTransposeKernel final : public Kernel {
     ThreadPool* pool = ctx.thread_pool();
     return dispatch_float(x->dtype(), [&](auto tag) -> Status {
       using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, float>) {
+        if (rank <= 2) {
+          const int64_t cg = in_channels / group_;
+          std::vector<PackedMatrix> packed_here;
+          const bool use_packed = !packed_wt_.empty() && w->shape() == packed_w_shape_;
+          if (!use_packed) packed_here = pack_transposed_weights(w->data<float>(), group_, cg, w->size() / w->dim(0));
+          transpose_convolve_float(x->data<float>(), use_packed ? packed_wt_ : packed_here, b ? b->data<float>() : nullptr,
+                                   y.data<float>(), batch, in_channels, out_channels, group_, geo, pool);
+          return Status::ok();
+        }
+      }
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
         transpose_convolve<T>(x->data<T>(), w->data<T>(), b ? b->data<T>() : nullptr, y.data<T>(), batch,
                               in_channels, out_channels, group_, geo, pool);
@@ -202,6 +298,8 @@ class ConvTransposeKernel final : public Kernel {
   nn::AutoPad auto_pad_;
   std::vector<int64_t> kernel_shape_, strides_, dilations_, pads_, output_padding_, output_shape_;
   int64_t group_;
+  std::vector<PackedMatrix> packed_wt_;  // W_g^T per group, when W is a constant float
+  Shape packed_w_shape_;
 };
 
 ONYX_REGISTER_CPU_KERNEL("", "ConvTranspose", 1, 10, types::floats(), ConvTransposeKernel);

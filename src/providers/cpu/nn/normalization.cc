@@ -67,6 +67,25 @@ void normalize_affine(const float* x, float* y, int64_t n, float mean, float inv
   }
 }
 
+// acc[i] += x[i]^2.
+ONYX_TARGET_CLONES
+void add_squares(const float* x, float* acc, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += x[i] * x[i];
+}
+
+// LRN's y[i] = x[i] / (bias + scale * squares[i])^beta.
+ONYX_TARGET_CLONES
+void lrn_divide(const float* x, const float* squares, float* y, int64_t n, float bias, float scale, float beta) {
+  if (beta == 0.75f) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float t = std::sqrt(bias + scale * squares[i]);
+      y[i] = x[i] / (t * std::sqrt(t));
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] / std::pow(bias + scale * squares[i], beta);
+}
+
 // ---------------------------------------------------------------- BatchNormalization
 
 class BatchNormalizationKernel final : public Kernel {
@@ -495,6 +514,27 @@ class LRNKernel final : public Kernel {
     const int64_t spatial = n * channels == 0 ? 0 : x->size() / (n * channels);
     const int64_t before = (size_ - 1) / 2, after = size_ - 1 - before;
     Tensor& y = ctx.allocate_output(0, x->dtype(), x->shape());
+    if (x->dtype() == DataType::kFloat) {
+      // In float: the window's squares summed per position (vector loops over
+      // whole planes), then one power per element, a pair of square roots
+      // for the usual beta = 0.75.
+      const float* xp = x->data<float>();
+      float* yp = y.data<float>();
+      const float scale = alpha_ / static_cast<float>(size_);
+      parallel_for(ctx.thread_pool(), n * channels, static_cast<double>(spatial * (size_ + 4)),
+                   [&](int64_t begin, int64_t end) {
+                     std::vector<float> squares(static_cast<size_t>(spatial));
+                     for (int64_t plane = begin; plane < end; ++plane) {
+                       const int64_t b = plane / channels, c = plane % channels;
+                       const int64_t c0 = std::max<int64_t>(0, c - before), c1 = std::min<int64_t>(channels - 1, c + after);
+                       std::fill(squares.begin(), squares.end(), 0.0f);
+                       for (int64_t k = c0; k <= c1; ++k)
+                         add_squares(xp + (b * channels + k) * spatial, squares.data(), spatial);
+                       lrn_divide(xp + plane * spatial, squares.data(), yp + plane * spatial, spatial, bias_, scale, beta_);
+                     }
+                   });
+      return Status::ok();
+    }
     return dispatch_float(x->dtype(), [&](auto tag) -> Status {
       using T = typename decltype(tag)::type;
       const T* xp = x->data<T>();

@@ -1,6 +1,7 @@
 // Pooling: MaxPool (with the optional Indices output), AveragePool, LpPool,
 // their Global forms, and MaxRoiPool. Spatial ranks 1-3 run as 3-D with unit
-// leading dims; one (image, channel) plane per parallel task.
+// leading dims; one (image, channel) plane per parallel task. Float 1-D/2-D
+// max and average pooling take a separable fast path (rows, then columns).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "providers/cpu/dispatch.h"
+#include "providers/cpu/gemm/target_clones.h"
 #include "providers/cpu/nn/nn_util.h"
 
 namespace onyx::cpu {
@@ -101,6 +103,59 @@ void pool_plane(PoolKind kind, const T* x, T* y, int64_t* indices, int64_t index
       }
 }
 
+// Float max or average pooling of one 1-D/2-D plane with unit dilations: per
+// output row, first the rows of the window are combined column by column (a
+// vector loop), then each output takes its columns from that one row. For
+// max the result equals pool_plane's (the first element of a window wins over
+// a NaN elsewhere in it, a NaN first element stays).
+ONYX_TARGET_CLONES
+void pool_plane_2d(PoolKind kind, const float* x, float* y, const Window3& g, bool count_include_pad,
+                   std::vector<float>& line) {
+  const int64_t ih = g.in[1], iw = g.in[2], oh_n = g.out[1], ow_n = g.out[2];
+  const int64_t kh = g.k[1], kw = g.k[2], sh = g.s[1], sw = g.s[2];
+  line.resize(static_cast<size_t>(iw));
+  float* acc = line.data();
+  const bool max = kind == PoolKind::kMax;
+  for (int64_t oh = 0; oh < oh_n; ++oh) {
+    const int64_t h0 = oh * sh - g.pb[1];
+    const int64_t r0 = std::max<int64_t>(h0, 0), r1 = std::min(ih, h0 + kh);
+    float* out = y + oh * ow_n;
+    if (r0 >= r1) {
+      for (int64_t ow = 0; ow < ow_n; ++ow) out[ow] = max ? std::numeric_limits<float>::lowest() : 0.0f;
+      continue;
+    }
+    std::copy(x + r0 * iw, x + (r0 + 1) * iw, acc);
+    for (int64_t r = r0 + 1; r < r1; ++r) {
+      const float* row = x + r * iw;
+      if (max) {
+        for (int64_t j = 0; j < iw; ++j) acc[j] = row[j] > acc[j] ? row[j] : acc[j];
+      } else {
+        for (int64_t j = 0; j < iw; ++j) acc[j] += row[j];
+      }
+    }
+    // Rows inside [-pad_begin, in + pad_end), for count_include_pad.
+    const int64_t rows_padded = std::min(h0 + kh, ih + g.pe[1]) - h0;
+    for (int64_t ow = 0; ow < ow_n; ++ow) {
+      const int64_t w0 = ow * sw - g.pb[2];
+      const int64_t c0 = std::max<int64_t>(w0, 0), c1 = std::min(iw, w0 + kw);
+      if (c0 >= c1) {
+        out[ow] = max ? std::numeric_limits<float>::lowest() : 0.0f;
+        continue;
+      }
+      float v = acc[c0];
+      if (max) {
+        for (int64_t c = c0 + 1; c < c1; ++c) v = acc[c] > v ? acc[c] : v;
+      } else {
+        for (int64_t c = c0 + 1; c < c1; ++c) v += acc[c];
+        const int64_t count = count_include_pad ? rows_padded * (std::min(w0 + kw, iw + g.pe[2]) - w0)
+                                                : (r1 - r0) * (c1 - c0);
+        v /= static_cast<float>(count);
+      }
+      out[ow] = v;
+    }
+  }
+}
+
 // p may be a float attribute (LpPool-1, GlobalLpPool-1) or an int one.
 float read_p(const KernelInfo& info) {
   const graph::Attribute* a = info.attr("p");
@@ -143,6 +198,20 @@ class PoolKernel : public Kernel {
       } else {
         const T* xp = x->data<T>();
         T* yp = y.data<T>();
+        if constexpr (std::is_same_v<T, float>) {
+          const bool two_d = g.in[0] == 1 && g.d[1] == 1 && g.d[2] == 1;
+          if (two_d && (kind_ == PoolKind::kAverage || (kind_ == PoolKind::kMax && indices == nullptr))) {
+            parallel_for(ctx.thread_pool(), planes, static_cast<double>(out_size * w.kernel_size()),
+                         [&](int64_t begin, int64_t end) {
+                           std::vector<float> line;
+                           for (int64_t plane = begin; plane < end; ++plane) {
+                             pool_plane_2d(kind_, xp + plane * in_size, yp + plane * out_size, g, count_include_pad_,
+                                           line);
+                           }
+                         });
+            return Status::ok();
+          }
+        }
         parallel_for(ctx.thread_pool(), planes, static_cast<double>(out_size * w.kernel_size()),
                      [&](int64_t begin, int64_t end) {
                        for (int64_t plane = begin; plane < end; ++plane) {

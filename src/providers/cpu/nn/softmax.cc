@@ -95,8 +95,7 @@ class SoftmaxFamilyKernel : public Kernel {
   void softmax_row_float(const float* x, float* y, int64_t n, std::vector<float>& exps) const {
     const float max_value = max_array(x, n);
     if (kind_ == SoftmaxKind::kSoftmax) {
-      const float scale = 1.0f / fast_exp_shifted_sum(x, max_value, y, n);
-      for (int64_t i = 0; i < n; ++i) y[i] *= scale;
+      scale_array(y, 1.0f / fast_exp_shifted_sum(x, max_value, y, n), n);
       return;
     }
     exps.resize(static_cast<size_t>(n));
