@@ -179,6 +179,9 @@ TEST(ConvFastPaths, PhasePlanesMatchReference) {
     // Grouped, and many output channels in few columns (several row ranges).
     check_conv({1, 6, 9, 12, 12, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, threads);
     check_conv({1, 16, 200, 5, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, threads);
+    // Up to four output channels: the wide tiles, then narrow ones for the rest.
+    check_conv({1, 4, 3, 20, 30, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, threads);
+    check_conv({2, 5, 1, 23, 41, 5, 5, 1, 1, 1, 1, 1, 2, 2, 2, 2}, threads);
   }
 }
 
@@ -198,7 +201,8 @@ TEST(ConvFastPaths, FusedActivationAndResidualInTheWriteBack) {
   const ConvShape winograd{1, 16, 18, 16, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   const ConvShape pointwise{1, 8, 12, 9, 9, 1, 1};
   const ConvShape depthwise{1, 6, 6, 10, 10, 3, 3, 6, 1, 1, 1, 1, 1, 1, 1, 1};
-  for (const ConvShape& p : {planes, winograd, pointwise, depthwise})
+  const ConvShape few_outputs{1, 4, 2, 25, 30, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  for (const ConvShape& p : {planes, winograd, pointwise, depthwise, few_outputs})
     for (const char* activation : {"", "Relu", "LeakyRelu", "Clip"})
       for (bool residual : {false, true}) check_conv(p, 2, true, activation, residual);
 }

@@ -1,8 +1,9 @@
 // The SGEMM driver (Goto/van de Geijn blocking, as in BLIS): op(A) and op(B)
 // are copied into MR-row and NR-column panels, K in blocks of KC, so the
 // register-blocked microkernel of the chosen ISA reads both with unit stride;
-// C is split into tiles run in parallel. Also the GEMV paths for M or N == 1
-// and the generic GEMM of the non-float types.
+// C is split into tiles run in parallel. Also the GEMV paths for M or N == 1,
+// the driver for B given by row pointers (sgemm_packed_a_rows_b) and the
+// generic GEMM of the non-float types.
 #include "providers/cpu/gemm/sgemm.h"
 
 #include <algorithm>
@@ -570,7 +571,20 @@ void sgemm_packed_a_rows_b(const PackedMatrix& A, int64_t i0, int64_t i1, int64_
     const bool last = p0 + kc >= K;
     // The B tile (kc rows of NR floats in the image) stays in L1 while every
     // MR panel of A passes by.
-    for (int64_t jr = 0; jr < N; jr += nr) {
+    // With at most kWideRows rows, whole kWideCols-wide tiles first.
+    int64_t wide_end = 0;
+    const gemm_detail::IndirectKernel wide =
+        i1 - i0 <= gemm_detail::kWideRows ? kern.indirect_wide[i1 - i0 - 1] : nullptr;
+    if (wide != nullptr) {
+      wide_end = N / gemm_detail::kWideCols * gemm_detail::kWideCols;
+      for (int64_t jr = 0; jr < wide_end; jr += gemm_detail::kWideCols) {
+        float* c = C + jr;
+        const gemm_detail::TileEpilogue tile_ep = tile_epilogue(ep, i0, jr);
+        wide(kc, a_block + i0 * kc, x + jr, offsets + p0, c, ldc, gemm_detail::kWideCols, 1.0f, tile_beta,
+             last && epilogue ? &tile_ep : nullptr);
+      }
+    }
+    for (int64_t jr = wide_end; jr < N; jr += nr) {
       const int64_t n = std::min(nr, N - jr);
       for (int64_t ir = i0; ir < i1; ir += mr) {
         const int64_t m = std::min(mr, i1 - ir);

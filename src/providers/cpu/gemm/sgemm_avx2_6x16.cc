@@ -166,6 +166,7 @@ const SgemmKernel kAvx2 = {
     {tile_6x16<1>, tile_6x16<2>, tile_6x16<3>, tile_6x16<4>, tile_6x16<5>, tile_6x16<6>},
     row_6x16,
     {indirect_6x16<1>, indirect_6x16<2>, indirect_6x16<3>, indirect_6x16<4>, indirect_6x16<5>, indirect_6x16<6>},
+    {},  // no wide tiles
 };
 
 }  // namespace

@@ -2,6 +2,8 @@
 // accumulators, two B vectors and one broadcast A value use 27 of the 32 zmm
 // registers, 1.2 loads per two FMAs. Compiled for baseline x86-64 with
 // per-function target attributes, and only called after cpuid reports AVX-512F.
+// The same tile reads B from packed panels or by row pointers (convolutions),
+// and a 4 x 96 tile serves the few-row case by row pointers.
 #include "providers/cpu/gemm/sgemm_kernels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -112,6 +114,48 @@ ONYX_AVX512 void indirect_12x32(int64_t k, const float* a, const float* x, const
   tile_body<M>(k, a, IndirectRows{x, offsets}, c, ldc, n, alpha, beta, ep);
 }
 
+// m (1..4) rows by 96 columns of B given by rows: six sixteen-wide vectors
+// per row, 6 B loads and m broadcasts per 6 m FMAs.
+template <int M>
+ONYX_AVX512 void indirect_wide_4x96(int64_t k, const float* a, const float* x, const int64_t* offsets, float* c,
+                                    int64_t ldc, int64_t, float alpha, float beta, const TileEpilogue* ep) {
+  constexpr int kVectors = 6;
+  __m512 acc[M][kVectors];
+#pragma GCC unroll 4
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 6
+    for (int v = 0; v < kVectors; ++v) acc[i][v] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    const float* b = x + offsets[p];
+    __m512 bv[kVectors];
+#pragma GCC unroll 6
+    for (int v = 0; v < kVectors; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
+#pragma GCC unroll 4
+    for (int i = 0; i < M; ++i) {
+      const __m512 ai = _mm512_set1_ps(a[i]);
+#pragma GCC unroll 6
+      for (int v = 0; v < kVectors; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
+    }
+    a += kMR;
+  }
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 4
+  for (int i = 0; i < M; ++i) {
+    float* row = c + i * ldc;
+#pragma GCC unroll 6
+    for (int v = 0; v < kVectors; ++v) {
+      __m512 r = _mm512_mul_ps(va, acc[i][v]);
+      if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_loadu_ps(row + 16 * v), r);
+      if (ep != nullptr) {
+        if (ep->row_bias != nullptr) r = _mm512_add_ps(r, _mm512_set1_ps(ep->row_bias[i]));
+        if (ep->col_bias != nullptr) r = _mm512_add_ps(r, _mm512_loadu_ps(ep->col_bias + 16 * v));
+        r = activate(r, *ep);
+      }
+      _mm512_storeu_ps(row + 16 * v, r);
+    }
+  }
+}
+
 // One row: two k steps per iteration so four independent accumulators hide
 // the FMA latency.
 ONYX_AVX512 void row_12x32(int64_t k, const float* x, const float* b, float* y, int64_t n, float alpha, float beta) {
@@ -150,6 +194,7 @@ const SgemmKernel kAvx512 = {
     {indirect_12x32<1>, indirect_12x32<2>, indirect_12x32<3>, indirect_12x32<4>, indirect_12x32<5>,
      indirect_12x32<6>, indirect_12x32<7>, indirect_12x32<8>, indirect_12x32<9>, indirect_12x32<10>,
      indirect_12x32<11>, indirect_12x32<12>},
+    {indirect_wide_4x96<1>, indirect_wide_4x96<2>, indirect_wide_4x96<3>, indirect_wide_4x96<4>},
 };
 
 }  // namespace

@@ -51,7 +51,14 @@ struct SgemmKernel {
   MicroKernel tile[kMaxMR];  // tile[m - 1] computes m rows, m = 1..mr
   RowKernel row;
   IndirectKernel indirect[kMaxMR];  // indirect[m - 1]; all null where the ISA has none
+  // For m <= kWideRows rows, a tile kWideCols wide (whole tiles only, n ==
+  // kWideCols): with few rows the narrow tile spends more on B loads than on
+  // FMAs. Null where the ISA has none.
+  IndirectKernel indirect_wide[4];
 };
+
+constexpr int64_t kWideRows = 4;
+constexpr int64_t kWideCols = 96;
 
 // The kernels each ISA file provides; nullptr where the file was compiled for
 // another architecture. The caller checks the CPU supports the ISA.

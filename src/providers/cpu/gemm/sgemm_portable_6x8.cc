@@ -94,6 +94,7 @@ const SgemmKernel kPortable = {
     {tile_6x8<1>, tile_6x8<2>, tile_6x8<3>, tile_6x8<4>, tile_6x8<5>, tile_6x8<6>},
     row_6x8,
     {},  // no indirect tiles: convolutions use im2col here
+    {},
 };
 
 }  // namespace

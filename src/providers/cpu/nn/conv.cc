@@ -1,8 +1,10 @@
 // Conv (1-D, 2-D, 3-D and beyond). Float: weights packed once for the SGEMM
 // microkernels (at kernel creation when W is a constant), a 1x1, stride-1,
 // unpadded convolution is a GEMM on X as it is, depthwise 2-D runs directly,
-// and the rest is im2col of a few hundred output columns at a time (kept in
-// L2) then GEMM, with the bias added in the GEMM's write-back. double and
+// 3x3 stride-1 by Winograd F(2x2, 3x3) (conv_winograd.cc), other 1-D/2-D
+// ones as a GEMM reading the padded input in place ("phase planes", no
+// im2col), and the rest im2col of a few hundred output columns at a time then
+// GEMM; bias, activation (FusedConv) in the GEMM's write-back. double and
 // ConvInteger (int32 after subtracting the zero points) use plain im2col+GEMM.
 #include <algorithm>
 #include <cstring>
