@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 build=${ONYX_BUILD_DIR:-build}
 jobs=$(nproc)
+# Let ccache share objects between checkouts in different folders (CI clones
+# afresh each time): paths are hashed relative to the checkout.
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j "$jobs"
