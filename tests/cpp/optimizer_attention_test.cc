@@ -21,35 +21,6 @@ using optimizer::OptimizerOptions;
 
 constexpr int64_t kBatch = 2, kSeq = 5, kHidden = 16, kHeads = 2, kHeadSize = 8;
 
-model::AttributeProto ints_attr(const std::string& name, std::vector<int64_t> v) {
-  model::AttributeProto a;
-  a.name = name;
-  a.type = model::AttributeProto::INTS;
-  a.ints = std::move(v);
-  return a;
-}
-model::AttributeProto int_attr(const std::string& name, int64_t v) {
-  model::AttributeProto a;
-  a.name = name;
-  a.type = model::AttributeProto::INT;
-  a.i = v;
-  return a;
-}
-void attrs(ModelBuilder& b, std::vector<model::AttributeProto> list) {
-  for (auto& a : list) b.proto().graph->node.back().attribute.push_back(std::move(a));
-}
-void int64_initializer(ModelBuilder& b, const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> values) {
-  model::TensorProto t;
-  t.name = name;
-  t.data_type = 7;
-  t.dims = std::move(dims);
-  t.int64_data = std::move(values);
-  b.proto().graph->initializer.push_back(t);
-}
-std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  Tensor t = random_tensor({static_cast<int64_t>(n)}, seed, lo, hi);
-  return std::vector<float>(t.data<float>(), t.data<float>() + n);
-}
 int count_domain_op(const graph::Graph& g, const std::string& domain, const std::string& op) {
   int n = 0;
   for (const auto& node : g.nodes) n += node.domain == domain && node.op_type == op ? 1 : 0;

@@ -17,47 +17,6 @@ namespace {
 
 using optimizer::OptimizerOptions;
 
-model::AttributeProto int_attr(const std::string& name, int64_t v) {
-  model::AttributeProto a;
-  a.name = name;
-  a.type = model::AttributeProto::INT;
-  a.i = v;
-  return a;
-}
-model::AttributeProto float_attr(const std::string& name, float v) {
-  model::AttributeProto a;
-  a.name = name;
-  a.type = model::AttributeProto::FLOAT;
-  a.f = v;
-  return a;
-}
-model::AttributeProto ints_attr(const std::string& name, std::vector<int64_t> v) {
-  model::AttributeProto a;
-  a.name = name;
-  a.type = model::AttributeProto::INTS;
-  a.ints = std::move(v);
-  return a;
-}
-
-// Adds attributes to the last node added.
-void attrs(ModelBuilder& b, std::vector<model::AttributeProto> list) {
-  for (auto& a : list) b.proto().graph->node.back().attribute.push_back(std::move(a));
-}
-
-void int64_initializer(ModelBuilder& b, const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> values) {
-  model::TensorProto t;
-  t.name = name;
-  t.data_type = 7;
-  t.dims = std::move(dims);
-  t.int64_data = std::move(values);
-  b.proto().graph->initializer.push_back(t);
-}
-
-std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  Tensor t = random_tensor({static_cast<int64_t>(n)}, seed, lo, hi);
-  return std::vector<float>(t.data<float>(), t.data<float>() + n);
-}
-
 struct Optimized {
   std::unique_ptr<graph::Graph> before;
   std::unique_ptr<graph::Graph> after;

@@ -14,6 +14,7 @@
 #include "graph/builder.h"
 #include "graph/shape_inference.h"
 #include "model/onnx_proto.h"
+#include "model_builder.h"
 #include "optimizer/optimizer.h"
 #include "providers/execution_provider.h"
 #include "session/executor.h"
@@ -80,6 +81,49 @@ inline int count_ops(const graph::Graph& g, const std::string& op_type) {
   int n = 0;
   for (const graph::Node& node : g.nodes) n += node.op_type == op_type ? 1 : 0;
   return n;
+}
+
+// Attribute and initializer builders for ModelBuilder models.
+inline model::AttributeProto int_attr(const std::string& name, int64_t v) {
+  model::AttributeProto a;
+  a.name = name;
+  a.type = model::AttributeProto::INT;
+  a.i = v;
+  return a;
+}
+inline model::AttributeProto float_attr(const std::string& name, float v) {
+  model::AttributeProto a;
+  a.name = name;
+  a.type = model::AttributeProto::FLOAT;
+  a.f = v;
+  return a;
+}
+inline model::AttributeProto ints_attr(const std::string& name, std::vector<int64_t> v) {
+  model::AttributeProto a;
+  a.name = name;
+  a.type = model::AttributeProto::INTS;
+  a.ints = std::move(v);
+  return a;
+}
+
+// Adds attributes to the last node added.
+inline void attrs(ModelBuilder& b, std::vector<model::AttributeProto> list) {
+  for (auto& a : list) b.proto().graph->node.back().attribute.push_back(std::move(a));
+}
+
+inline void int64_initializer(ModelBuilder& b, const std::string& name, std::vector<int64_t> dims,
+                              std::vector<int64_t> values) {
+  model::TensorProto t;
+  t.name = name;
+  t.data_type = 7;
+  t.dims = std::move(dims);
+  t.int64_data = std::move(values);
+  b.proto().graph->initializer.push_back(t);
+}
+
+inline std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  Tensor t = random_tensor({static_cast<int64_t>(n)}, seed, lo, hi);
+  return std::vector<float>(t.data<float>(), t.data<float>() + n);
 }
 
 }  // namespace onyx::testing
