@@ -129,6 +129,40 @@ def test_simplified_layer_norm(axis, outputs):
           domain="", out_types={1: TensorProto.FLOAT})
 
 
+@pytest.mark.parametrize("op,bias", [("Gelu", False), ("BiasGelu", True), ("FastGelu", False), ("FastGelu", True)])
+@pytest.mark.parametrize("shape", [(3, 40, 771), (1, 16, 3072)])
+def test_gelu_large(op, bias, shape):
+    """Shapes that take the vectorized row passes, split over threads, with a
+    row length that is not a multiple of the vector width."""
+    rng = np.random.default_rng(8)
+    inputs = [rand(rng, *shape, scale=3)] + ([rand(rng, shape[-1])] if bias else [])
+    check(op, inputs)
+
+
+@pytest.mark.parametrize("hidden", [768, 777])
+@pytest.mark.parametrize("offset", [0.0, 100.0])
+@pytest.mark.parametrize("outputs", [1, 4])
+def test_skip_layer_norm_large(hidden, offset, outputs):
+    """BERT-sized rows, also far from zero mean (where E[x^2] - mean^2 would
+    cancel), with a skip shared by the batch."""
+    rng = np.random.default_rng(9)
+    x = rand(rng, 2, 64, hidden) + np.float32(offset)
+    inputs = [x, rand(rng, 64, hidden), rand(rng, hidden), rand(rng, hidden), rand(rng, hidden)]
+    # Far from zero mean onnxruntime's own float result is off by ~3e-4 from a
+    # float64 evaluation (onyx's by ~6e-5), hence the wider atol there.
+    tol = 1e-3 if offset else 1e-5
+    check("SkipLayerNormalization", inputs, outputs, {"epsilon": 1e-12}, out_types={1: TensorProto.FLOAT, 2: TensorProto.FLOAT},
+          rtol=1e-4, atol=tol)
+    check("SkipSimplifiedLayerNormalization", [x, inputs[1], inputs[2]], 1, {"epsilon": 1e-6}, atol=tol)
+
+
+def test_skip_layer_norm_float16():
+    rng = np.random.default_rng(10)
+    x, skip = rand(rng, 2, 5, 40, dtype=np.float16), rand(rng, 2, 5, 40, dtype=np.float16)
+    gamma, beta = rand(rng, 40, dtype=np.float16), rand(rng, 40, dtype=np.float16)
+    check("SkipLayerNormalization", [x, skip, gamma, beta], 1, {"epsilon": 1e-5}, rtol=2e-3, atol=2e-3)
+
+
 # ------------------------------------------------------------------ matmuls
 
 @pytest.mark.parametrize("a_shape,b_shape,ta,tb", [

@@ -3,6 +3,7 @@
 // the vectorized functions of fast_math.h.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/math/fast_math.h"
@@ -38,6 +39,24 @@ class GeluKernel final : public Kernel {
       const T* pb = bias ? bias->data<T>() : nullptr;
       T* py = y.data<T>();
       const float alpha = alpha_;
+      if constexpr (std::is_same_v<T, float> && K != GeluKind::kQuick) {
+        // Float: straight from X to Y, one vectorized pass per stretch of a
+        // bias row (the bias is read in step with X, no modulo per element).
+        const int64_t row = pb ? bias_size : x->size();
+        parallel_for(ctx.thread_pool(), x->size(), 6.0, [&](int64_t begin, int64_t end) {
+          for (int64_t i0 = begin; i0 < end;) {
+            const int64_t c = pb ? i0 % row : 0;
+            const int64_t m = std::min(end - i0, row - c);
+            if constexpr (K == GeluKind::kFast) {
+              fast_gelu_tanh_bias_array(px + i0, pb ? pb + c : nullptr, py + i0, m);
+            } else {
+              fast_gelu_bias_array(px + i0, pb ? pb + c : nullptr, py + i0, m);
+            }
+            i0 += m;
+          }
+        });
+        return Status::ok();
+      }
       // Blocks of 256 through local float buffers (so Y may alias X and the
       // half types convert once), each evaluated with fast_math.h's vector loops.
       constexpr int64_t kBlock = 256;

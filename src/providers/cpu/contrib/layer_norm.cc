@@ -3,9 +3,11 @@
 // optionally of input + skip + bias, computed in float.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "providers/cpu/dispatch.h"
+#include "providers/cpu/math/fast_math.h"
 #include "providers/kernel.h"
 
 namespace onyx::cpu {
@@ -78,36 +80,73 @@ class NormKernel final : public Kernel {
       } else if (ctx.output_count() > 1 && ctx.output_requested(1)) {
         inv_out = ctx.allocate_output(1, stat_type, stat_shape).template data<float>();
       }
+      const int64_t skip_rows = skip ? skip->size() / cols : 1;
+      // gamma, beta and bias as floats, once per run (they are the row length).
+      auto as_floats = [&](const Tensor* t) -> std::vector<float> {
+        std::vector<float> out;
+        if (t == nullptr || std::is_same_v<T, float>) return out;
+        out.resize(static_cast<size_t>(cols));
+        const T* p = t->data<T>();
+        for (int64_t c = 0; c < cols; ++c) out[static_cast<size_t>(c)] = load(p, c);
+        return out;
+      };
+      const std::vector<float> gamma_f = as_floats(gamma), beta_f = as_floats(beta), bias_f = as_floats(bias);
+      auto float_ptr = [&](const Tensor* t, const std::vector<float>& converted) -> const float* {
+        if (t == nullptr) return nullptr;
+        if constexpr (std::is_same_v<T, float>) return t->data<float>();
+        return converted.data();
+      };
+      const float* pg = float_ptr(gamma, gamma_f);
+      const float* pbeta = float_ptr(beta, beta_f);
+      const float* pbias = float_ptr(bias, bias_f);
       const T* px = x->data<T>();
       const T* ps = skip ? skip->data<T>() : nullptr;
-      const int64_t skip_size = skip ? skip->size() : 1;
-      const T* pg = gamma->data<T>();
-      const T* pbeta = beta ? beta->data<T>() : nullptr;
-      const T* pbias = bias ? bias->data<T>() : nullptr;
       T* py = y.data<T>();
-      parallel_for(ctx.thread_pool(), rows, static_cast<double>(cols * 6), [&](int64_t begin, int64_t end) {
-        std::vector<float> row(static_cast<size_t>(cols));
+      const float epsilon = epsilon_;
+      // Per row, three vectorized passes over data that stays in L1: the sum
+      // x + skip + bias (written where it is kept) and its total, the squared
+      // deviations from the mean (two passes: no cancellation in E[x^2] -
+      // mean^2), then the affine normalization. Other float types go through
+      // float row buffers.
+      parallel_for(ctx.thread_pool(), rows, static_cast<double>(cols * 4), [&](int64_t begin, int64_t end) {
+        std::vector<float> buffers;
+        if constexpr (!std::is_same_v<T, float>) buffers.resize(static_cast<size_t>(3 * cols));
         for (int64_t r = begin; r < end; ++r) {
-          double sum = 0, sum_sq = 0;
-          for (int64_t c = 0; c < cols; ++c) {
-            const int64_t i = r * cols + c;
-            float v = load(px, i);
-            if (ps) v += load(ps, i % skip_size);
-            if (pbias) v += load(pbias, c);
-            row[static_cast<size_t>(c)] = v;
-            if (sum_out) sum_out[i] = static_cast<T>(static_cast<compute_t<T>>(v));
-            sum += v;
-            sum_sq += static_cast<double>(v) * v;
+          const int64_t offset = r * cols;
+          const int64_t skip_offset = (r % skip_rows) * cols;
+          const float* xr = nullptr;
+          const float* sr = nullptr;
+          float* sum_row = nullptr;  // x + skip + bias
+          float* yr = nullptr;
+          if constexpr (std::is_same_v<T, float>) {
+            xr = px + offset;
+            sr = ps ? ps + skip_offset : nullptr;
+            yr = py + offset;
+            sum_row = sum_out ? sum_out + offset : yr;
+          } else {
+            float* xb = buffers.data();
+            float* sb = xb + cols;
+            yr = sb + cols;
+            for (int64_t c = 0; c < cols; ++c) xb[c] = load(px, offset + c);
+            if (ps) {
+              for (int64_t c = 0; c < cols; ++c) sb[c] = load(ps, skip_offset + c);
+              sr = sb;
+            }
+            xr = xb;
+            sum_row = xb;
           }
-          const double mean = kSimplified ? 0.0 : sum / static_cast<double>(cols);
-          const double var = kSimplified ? sum_sq / static_cast<double>(cols) : sum_sq / static_cast<double>(cols) - mean * mean;
-          const float inv = static_cast<float>(1.0 / std::sqrt(std::max(var, 0.0) + epsilon_));
-          if (mean_out) mean_out[r] = static_cast<float>(mean);  // 0 for RMS norm
+          const float sum = add_sum_array(xr, sr, pbias, sum_row, cols);
+          const float mean = kSimplified ? 0.0f : sum / static_cast<float>(cols);
+          const float var = squared_deviation_sum(sum_row, mean, cols) / static_cast<float>(cols);
+          const float inv = 1.0f / std::sqrt(var + epsilon);
+          if (mean_out) mean_out[r] = mean;  // 0 for RMS norm
           if (inv_out) inv_out[r] = inv;
-          for (int64_t c = 0; c < cols; ++c) {
-            float v = (row[static_cast<size_t>(c)] - static_cast<float>(mean)) * inv * load(pg, c);
-            if (pbeta) v += load(pbeta, c);
-            py[r * cols + c] = static_cast<T>(static_cast<compute_t<T>>(v));
+          normalize_array(sum_row, mean, inv, pg, pbeta, yr, cols);
+          if constexpr (!std::is_same_v<T, float>) {
+            for (int64_t c = 0; c < cols; ++c) py[offset + c] = static_cast<T>(static_cast<compute_t<T>>(yr[c]));
+            if (sum_out) {
+              for (int64_t c = 0; c < cols; ++c) sum_out[offset + c] = static_cast<T>(static_cast<compute_t<T>>(sum_row[c]));
+            }
           }
         }
       });

@@ -541,4 +541,271 @@ inline float fast_exp_shifted_sum(const float* x, float shift, float* y, int64_t
   return sum;
 }
 
+
+// ---------------------------------------------------------------------------
+// Row kernels for the transformer ops (layer normalization, biased GELU):
+// one vectorized pass each over a row that stays in L1. Sums are kept in
+// 16 (or 8) lane accumulators, a blocked summation whose error grows with
+// n / lanes rather than n.
+
+// GELU with the tanh approximation (FastGelu):
+// x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
+inline float fast_gelu_tanh(float x) {
+  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + fast_tanh(u));
+}
+
+#if defined(ONYX_FAST_MATH_AVX2)
+namespace fast_math_detail {
+
+#define ONYX_AVX512F __attribute__((target("avx512f")))
+#define ONYX_AVX2_FMA __attribute__((target("avx2,fma")))
+
+ONYX_AVX512F inline __mmask16 tail_mask16(int64_t remaining) {
+  return static_cast<__mmask16>(remaining >= 16 ? 0xFFFF : (1u << remaining) - 1);
+}
+
+ONYX_AVX512F inline float lane_sum16(__m512 v) {
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, v);
+  float s = 0.0f;
+  for (float x : lanes) s += x;
+  return s;
+}
+
+ONYX_AVX512F inline __m512 gelu_tanh16(__m512 x) {
+  const __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+  const __m512 u = _mm512_mul_ps(_mm512_set1_ps(0.7978845608028654f), _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), x3, x));
+  const __m512 half_x = _mm512_mul_ps(_mm512_set1_ps(0.5f), x);
+  return _mm512_fmadd_ps(half_x, tanh16(u), half_x);
+}
+
+// y = F16(x + bias), bias may be null.
+template <__m512 (*F16)(__m512)>
+ONYX_AVX512F void apply_bias16(const float* x, const float* bias, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask16(n - i);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    if (bias != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + i));
+    _mm512_mask_storeu_ps(y + i, m, F16(v));
+  }
+}
+
+ONYX_AVX512F inline float add_sum16(const float* a, const float* b, const float* c, float* y, int64_t n) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m512 v0 = _mm512_loadu_ps(a + i), v1 = _mm512_loadu_ps(a + i + 16);
+    if (b != nullptr) {
+      v0 = _mm512_add_ps(v0, _mm512_loadu_ps(b + i));
+      v1 = _mm512_add_ps(v1, _mm512_loadu_ps(b + i + 16));
+    }
+    if (c != nullptr) {
+      v0 = _mm512_add_ps(v0, _mm512_loadu_ps(c + i));
+      v1 = _mm512_add_ps(v1, _mm512_loadu_ps(c + i + 16));
+    }
+    _mm512_storeu_ps(y + i, v0);
+    _mm512_storeu_ps(y + i + 16, v1);
+    s0 = _mm512_add_ps(s0, v0);
+    s1 = _mm512_add_ps(s1, v1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = tail_mask16(n - i);
+    __m512 v = _mm512_maskz_loadu_ps(m, a + i);
+    if (b != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, b + i));
+    if (c != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, c + i));
+    _mm512_mask_storeu_ps(y + i, m, v);
+    s0 = _mm512_add_ps(s0, v);
+  }
+  return lane_sum16(_mm512_add_ps(s0, s1));
+}
+
+ONYX_AVX512F inline float squared_deviation_sum16(const float* x, float mean, int64_t n) {
+  const __m512 vm = _mm512_set1_ps(mean);
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(x + i), vm), d1 = _mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vm);
+    s0 = _mm512_fmadd_ps(d0, d0, s0);
+    s1 = _mm512_fmadd_ps(d1, d1, s1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = tail_mask16(n - i);
+    const __m512 d = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, x + i), vm);
+    s0 = _mm512_fmadd_ps(d, d, s0);
+  }
+  return lane_sum16(_mm512_add_ps(s0, s1));
+}
+
+ONYX_AVX512F inline void normalize16(const float* x, float mean, float inv, const float* gamma, const float* beta, float* y,
+                                     int64_t n) {
+  const __m512 vm = _mm512_set1_ps(mean), vi = _mm512_set1_ps(inv);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask16(n - i);
+    const __m512 g = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, gamma + i), vi);
+    const __m512 b = beta != nullptr ? _mm512_maskz_loadu_ps(m, beta + i) : _mm512_setzero_ps();
+    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vm), g, b));
+  }
+}
+
+ONYX_AVX2_FMA inline float lane_sum8(__m256 v) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, v);
+  float s = 0.0f;
+  for (float x : lanes) s += x;
+  return s;
+}
+
+ONYX_AVX2_FMA inline __m256 gelu_tanh8(__m256 x) {
+  const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+  const __m256 u = _mm256_mul_ps(_mm256_set1_ps(0.7978845608028654f), _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), x3, x));
+  const __m256 half_x = _mm256_mul_ps(_mm256_set1_ps(0.5f), x);
+  return _mm256_fmadd_ps(half_x, tanh8(u), half_x);
+}
+
+template <__m256 (*F8)(__m256), float (*F1)(float)>
+ONYX_AVX2_FMA void apply_bias8(const float* x, const float* bias, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    if (bias != nullptr) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + i));
+    _mm256_storeu_ps(y + i, F8(v));
+  }
+  for (; i < n; ++i) y[i] = F1(x[i] + (bias != nullptr ? bias[i] : 0.0f));
+}
+
+ONYX_AVX2_FMA inline float add_sum8(const float* a, const float* b, const float* c, float* y, int64_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256 v0 = _mm256_loadu_ps(a + i), v1 = _mm256_loadu_ps(a + i + 8);
+    if (b != nullptr) {
+      v0 = _mm256_add_ps(v0, _mm256_loadu_ps(b + i));
+      v1 = _mm256_add_ps(v1, _mm256_loadu_ps(b + i + 8));
+    }
+    if (c != nullptr) {
+      v0 = _mm256_add_ps(v0, _mm256_loadu_ps(c + i));
+      v1 = _mm256_add_ps(v1, _mm256_loadu_ps(c + i + 8));
+    }
+    _mm256_storeu_ps(y + i, v0);
+    _mm256_storeu_ps(y + i + 8, v1);
+    s0 = _mm256_add_ps(s0, v0);
+    s1 = _mm256_add_ps(s1, v1);
+  }
+  float tail = 0.0f;
+  for (; i < n; ++i) {
+    float v = a[i];
+    if (b != nullptr) v += b[i];
+    if (c != nullptr) v += c[i];
+    y[i] = v;
+    tail += v;
+  }
+  return lane_sum8(_mm256_add_ps(s0, s1)) + tail;
+}
+
+ONYX_AVX2_FMA inline float squared_deviation_sum8(const float* x, float mean, int64_t n) {
+  const __m256 vm = _mm256_set1_ps(mean);
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(x + i), vm), d1 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm);
+    s0 = _mm256_fmadd_ps(d0, d0, s0);
+    s1 = _mm256_fmadd_ps(d1, d1, s1);
+  }
+  float tail = 0.0f;
+  for (; i < n; ++i) tail += (x[i] - mean) * (x[i] - mean);
+  return lane_sum8(_mm256_add_ps(s0, s1)) + tail;
+}
+
+ONYX_AVX2_FMA inline void normalize8(const float* x, float mean, float inv, const float* gamma, const float* beta, float* y,
+                                     int64_t n) {
+  const __m256 vm = _mm256_set1_ps(mean), vi = _mm256_set1_ps(inv);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_mul_ps(_mm256_loadu_ps(gamma + i), vi);
+    const __m256 b = beta != nullptr ? _mm256_loadu_ps(beta + i) : _mm256_setzero_ps();
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm), g, b));
+  }
+  for (; i < n; ++i) y[i] = (x[i] - mean) * (inv * gamma[i]) + (beta != nullptr ? beta[i] : 0.0f);
+}
+
+#undef ONYX_AVX512F
+#undef ONYX_AVX2_FMA
+
+}  // namespace fast_math_detail
+#endif
+
+// y[i] = f(x[i] + bias[i]) for i < n, bias may be null and y may be x:
+// GELU in its erf form (BiasGelu, Gelu) and its tanh form (FastGelu).
+#if defined(ONYX_FAST_MATH_AVX2)
+#define ONYX_FAST_MATH_BIAS_ARRAY(name, vector16_fn, vector8_fn, scalar_fn)                        \
+  inline void name(const float* x, const float* bias, float* y, int64_t n) {                      \
+    if (fast_math_detail::has_avx512f()) {                                                        \
+      fast_math_detail::apply_bias16<fast_math_detail::vector16_fn>(x, bias, y, n);               \
+      return;                                                                                     \
+    }                                                                                             \
+    if (fast_math_detail::has_avx2_fma()) {                                                       \
+      fast_math_detail::apply_bias8<fast_math_detail::vector8_fn, scalar_fn>(x, bias, y, n);      \
+      return;                                                                                     \
+    }                                                                                             \
+    for (int64_t i = 0; i < n; ++i) y[i] = scalar_fn(x[i] + (bias != nullptr ? bias[i] : 0.0f));  \
+  }
+#else
+#define ONYX_FAST_MATH_BIAS_ARRAY(name, vector16_fn, vector8_fn, scalar_fn)                       \
+  inline void name(const float* x, const float* bias, float* y, int64_t n) {                     \
+    for (int64_t i = 0; i < n; ++i) y[i] = scalar_fn(x[i] + (bias != nullptr ? bias[i] : 0.0f)); \
+  }
+#endif
+
+ONYX_FAST_MATH_BIAS_ARRAY(fast_gelu_bias_array, gelu16, gelu8, fast_gelu)
+ONYX_FAST_MATH_BIAS_ARRAY(fast_gelu_tanh_bias_array, gelu_tanh16, gelu_tanh8, fast_gelu_tanh)
+
+#undef ONYX_FAST_MATH_BIAS_ARRAY
+
+// y[i] = a[i] + b[i] + c[i] for i < n (b, c may be null; y may be a),
+// returning the sum of the y[i].
+inline float add_sum_array(const float* a, const float* b, const float* c, float* y, int64_t n) {
+#if defined(ONYX_FAST_MATH_AVX2)
+  if (fast_math_detail::has_avx512f()) return fast_math_detail::add_sum16(a, b, c, y, n);
+  if (fast_math_detail::has_avx2_fma()) return fast_math_detail::add_sum8(a, b, c, y, n);
+#endif
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = a[i];
+    if (b != nullptr) v += b[i];
+    if (c != nullptr) v += c[i];
+    y[i] = v;
+    sum += v;
+  }
+  return sum;
+}
+
+// The sum of (x[i] - mean)^2 for i < n (mean 0: the sum of squares).
+inline float squared_deviation_sum(const float* x, float mean, int64_t n) {
+#if defined(ONYX_FAST_MATH_AVX2)
+  if (fast_math_detail::has_avx512f()) return fast_math_detail::squared_deviation_sum16(x, mean, n);
+  if (fast_math_detail::has_avx2_fma()) return fast_math_detail::squared_deviation_sum8(x, mean, n);
+#endif
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += (x[i] - mean) * (x[i] - mean);
+  return sum;
+}
+
+// y[i] = (x[i] - mean) * inv * gamma[i] + beta[i] for i < n (beta may be
+// null; y may be x): the affine step of layer normalization.
+inline void normalize_array(const float* x, float mean, float inv, const float* gamma, const float* beta, float* y,
+                            int64_t n) {
+#if defined(ONYX_FAST_MATH_AVX2)
+  if (fast_math_detail::has_avx512f()) {
+    fast_math_detail::normalize16(x, mean, inv, gamma, beta, y, n);
+    return;
+  }
+  if (fast_math_detail::has_avx2_fma()) {
+    fast_math_detail::normalize8(x, mean, inv, gamma, beta, y, n);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * (inv * gamma[i]) + (beta != nullptr ? beta[i] : 0.0f);
+}
+
 }  // namespace onyx::cpu
