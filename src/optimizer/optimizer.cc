@@ -45,8 +45,17 @@ std::vector<std::unique_ptr<Pass>> extended_passes() {
   passes.push_back(make_layer_norm_fusion_pass());
   passes.push_back(make_skip_layer_norm_fusion_pass());
   passes.push_back(make_activation_fusion_pass());
+  passes.push_back(make_conv_residual_fusion_pass());
   passes.push_back(make_matmul_scale_fusion_pass());
   // Fusions leave their pattern's dead remains (and may create CSE chances).
+  passes.push_back(make_dead_code_elimination_pass());
+  return passes;
+}
+
+std::vector<std::unique_ptr<Pass>> layout_passes() {
+  std::vector<std::unique_ptr<Pass>> passes;
+  passes.push_back(make_nchwc_transformer_pass());
+  // The original weights of the convolutions it rewrote.
   passes.push_back(make_dead_code_elimination_pass());
   return passes;
 }
@@ -314,6 +323,9 @@ std::vector<std::string> pass_names(GraphOptimizationLevel level) {
   if (level_at_least(level, GraphOptimizationLevel::kEnableExtended)) {
     for (const auto& p : extended_passes()) names.push_back(p->name());
   }
+  if (level_at_least(level, GraphOptimizationLevel::kEnableLayout)) {
+    for (const auto& p : layout_passes()) names.push_back(p->name());
+  }
   return names;
 }
 
@@ -324,6 +336,7 @@ Result<std::vector<PassStatistics>> optimize_graph(graph::Graph& graph, const Op
   if (level_at_least(options.level, GraphOptimizationLevel::kEnableExtended)) {
     levels.push_back(extended_passes());
   }
+  if (level_at_least(options.level, GraphOptimizationLevel::kEnableLayout)) levels.push_back(layout_passes());
   if (levels.empty()) return all_stats;
 
   graph::InferenceOptions inference;

@@ -121,7 +121,7 @@ bool has_subgraph(const graph::Node& node);
 // TypeAndShape of a tensor.
 graph::TypeAndShape info_of(const Tensor& tensor);
 
-// Pass factories, one per file under basic/ and extended/.
+// Pass factories, one per file under basic/, extended/ and layout/.
 std::unique_ptr<Pass> make_constant_folding_pass();
 std::unique_ptr<Pass> make_shape_folding_pass();
 std::unique_ptr<Pass> make_dead_code_elimination_pass();
@@ -131,6 +131,8 @@ std::unique_ptr<Pass> make_conv_batchnorm_fusion_pass();
 std::unique_ptr<Pass> make_conv_add_mul_fusion_pass();
 std::unique_ptr<Pass> make_matmul_add_gemm_fusion_pass();
 std::unique_ptr<Pass> make_activation_fusion_pass();
+std::unique_ptr<Pass> make_conv_residual_fusion_pass();
+std::unique_ptr<Pass> make_nchwc_transformer_pass();
 std::unique_ptr<Pass> make_gelu_fusion_pass();
 std::unique_ptr<Pass> make_fast_gelu_fusion_pass();
 std::unique_ptr<Pass> make_layer_norm_fusion_pass();

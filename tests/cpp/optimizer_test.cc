@@ -328,6 +328,70 @@ TEST(OptimizerActivationFusion, KeepsReluWhenConvOutputIsAlsoUsed) {
   EXPECT_EQ(count_ops(*r.after, "Relu"), 1);
 }
 
+// ---- extended: residual Add into the convolution ------------------------------
+
+TEST(OptimizerConvResidualFusion, FusesAddAndThenRelu) {
+  ModelBuilder b(13);
+  b.input("x", {1, 3, 5, 5}).input("r", {1, 4, 5, 5}).output("y");
+  add_conv(b, 3, 4, true, 70);
+  b.node("Add", {"r", "conv"}, {"sum"}).node("Relu", {"sum"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 71), random_tensor({1, 4, 5, 5}, 72)});
+  ASSERT_TRUE(r.after);
+  ASSERT_EQ(r.after->nodes.size(), 1u);
+  const graph::Node& fused = r.after->nodes[0];
+  EXPECT_EQ(fused.op_type, "FusedConv");
+  ASSERT_EQ(fused.inputs.size(), 4u);
+  EXPECT_EQ(r.after->value_name(fused.inputs[3]), "r");
+  ASSERT_NE(fused.attribute("activation"), nullptr);
+  EXPECT_EQ(fused.attribute("activation")->s, "Relu");
+}
+
+TEST(OptimizerConvResidualFusion, FusesWithoutBiasOrActivation) {
+  ModelBuilder b(13);
+  b.input("x", {1, 3, 5, 5}).input("r", {1, 4, 5, 5}).output("y");
+  add_conv(b, 3, 4, false, 73);
+  b.node("Add", {"conv", "r"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 74), random_tensor({1, 4, 5, 5}, 75)});
+  ASSERT_TRUE(r.after);
+  ASSERT_EQ(r.after->nodes.size(), 1u);
+  EXPECT_EQ(r.after->nodes[0].op_type, "FusedConv");
+  EXPECT_EQ(r.after->nodes[0].inputs[2], graph::kNoValue);
+  EXPECT_EQ(r.after->nodes[0].attribute("activation"), nullptr);
+}
+
+TEST(OptimizerConvResidualFusion, LeavesBroadcastAndSharedConvOutput) {
+  {
+    // Z of shape [1, 4, 1, 5] broadcasts: FusedConv's Z does not.
+    ModelBuilder b(13);
+    b.input("x", {1, 3, 5, 5}).input("r", {1, 4, 1, 5}).output("y");
+    add_conv(b, 3, 4, true, 76);
+    b.node("Add", {"conv", "r"}, {"y"});
+    auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 77), random_tensor({1, 4, 1, 5}, 78)});
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_ops(*r.after, "Add"), 1);
+  }
+  {
+    // The conv output is also a graph output.
+    ModelBuilder b(13);
+    b.input("x", {1, 3, 5, 5}).input("r", {1, 4, 5, 5}).output("y").output("conv");
+    add_conv(b, 3, 4, true, 79);
+    b.node("Add", {"conv", "r"}, {"y"});
+    auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 80), random_tensor({1, 4, 5, 5}, 81)});
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_ops(*r.after, "Add"), 1);
+  }
+  {
+    // conv + conv: the sum of one value with itself is not a residual.
+    ModelBuilder b(13);
+    b.input("x", {1, 3, 5, 5}).output("y");
+    add_conv(b, 3, 4, true, 82);
+    b.node("Add", {"conv", "conv"}, {"y"});
+    auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 83)});
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_ops(*r.after, "Add"), 1);
+  }
+}
+
 TEST(OptimizerActivationFusion, NotForNonCpuProviders) {
   ModelBuilder b(13);
   b.input("x", {1, 3, 5, 5}).output("y");

@@ -1,4 +1,4 @@
-// Conv or Gemm followed by an activation (Relu, Sigmoid, Tanh, LeakyRelu,
+// Conv (or a FusedConv with only a residual) or Gemm followed by an activation (Relu, Sigmoid, Tanh, LeakyRelu,
 // HardSigmoid, Clip with constant bounds) becomes com.microsoft FusedConv /
 // FusedGemm, which apply the activation to the output while it is in cache.
 #include <limits>
@@ -46,7 +46,10 @@ class ActivationFusion final : public Pass {
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& op = ctx.node(index);
     if (!ctx.cpu_only() || op.outputs.size() != 1) return std::nullopt;
-    const bool conv = is_op(op, "Conv");
+    // A FusedConv without an activation is a Conv with a residual input Z
+    // (conv_residual_fusion): the activation then applies to conv + Z.
+    const bool conv = is_op(op, "Conv") || (op.domain == "com.microsoft" && op.op_type == "FusedConv" &&
+                                            op.attribute("activation") == nullptr);
     const bool gemm = is_op(op, "Gemm");
     if (!conv && !gemm) return std::nullopt;
     if (gemm && op.since_version < 7) return std::nullopt;  // FusedGemm has Gemm-7+ semantics
