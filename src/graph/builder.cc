@@ -114,9 +114,9 @@ class Builder {
       node.domain = canonical_domain(np.domain);
       auto opset = flat[n].opsets->find(node.domain);
       node.opset = opset == flat[n].opsets->end() ? 0 : static_cast<int32_t>(opset->second);
-      // Optimizers write com.microsoft nodes without importing the domain;
-      // such models run elsewhere, so its version defaults to 1.
-      if (node.opset == 0 && node.domain == "com.microsoft") node.opset = 1;
+      // Optimizers write com.microsoft (and com.microsoft.nchwc) nodes without
+      // importing the domain; such models run elsewhere, so the version defaults to 1.
+      if (node.opset == 0 && (node.domain == "com.microsoft" || node.domain == "com.microsoft.nchwc")) node.opset = 1;
       node.since_version = node.opset;
       for (const std::string& in : np.input) {
         if (in.empty()) {

@@ -1,0 +1,349 @@
+// com.microsoft.nchwc Conv: a direct 2-D convolution on the blocked-channel
+// layout, Y = activation(conv(X, W) + B + Sum), Y blocked. Three forms, told
+// apart by group, W's dims and the block size B:
+//   regular    group 1, I % B == 0, X blocked, W data
+//   [O/B][I/B][kh][kw][bi][bo]; NCHW input group 1, I < B, X a plain NCHW
+//   tensor, W data [O/B][I][kh][kw][bo]; depthwise  group == O, I == 1, X
+//   blocked, W data [O/B][kh][kw][bo].
+// W is repacked once (at creation when it is a constant) so that the F output
+// blocks a tile computes read one sequential stream. A padded input is copied
+// once per run when the convolution pads, so the inner loops never test bounds.
+// Work is cut into tasks of (image, group of output blocks, pixel range); the
+// taps are taken in chunks whose weights stay in L2, with the partial sums in
+// Y.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "providers/cpu/contrib/fused_activation.h"
+#include "providers/cpu/math/fast_math.h"
+#include "providers/cpu/nchwc/nchwc.h"
+#include "providers/cpu/nchwc/nchwc_geometry.h"
+#include "providers/cpu/nchwc/nchwc_kernels.h"
+#include "providers/kernel.h"
+
+namespace onyx::cpu {
+namespace {
+
+using nchwc::ConvJob;
+using nchwc::Kernels;
+
+// Bytes of packed weights one task keeps reading while it sweeps its pixels.
+constexpr int64_t kWeightChunkBytes = 256 * 1024;
+
+enum class ConvForm { kRegular, kNchwInput, kDepthwise };
+
+class NchwcConvKernel final : public Kernel {
+ public:
+  explicit NchwcConvKernel(const KernelInfo& info) : label_(info.label()) {
+    kernels_ = nchwc::kernels();
+    if (kernels_ == nullptr) {
+      throw Error(not_implemented(label_, ": the NCHWc layout needs a CPU with AVX2 and FMA, or AVX-512F"));
+    }
+    block_ = kernels_->block;
+    window_ = nchwc::Window2D::parse(info, /*needs_kernel_shape=*/false);
+    group_ = info.attr_int("group", 1);
+    if (group_ < 1) throw Error(invalid_model(label_, ": group must be positive, got ", group_));
+    fused_ = FusedActivation::parse(info, info.attr_string("activation", ""), info.attr_floats("activation_params"));
+    switch (fused_.kind) {
+      case FusedActivation::Kind::kRelu:
+        activation_.kind = nchwc::Activation::kRelu;
+        break;
+      case FusedActivation::Kind::kLeakyRelu:
+        activation_.kind = nchwc::Activation::kLeakyRelu;
+        break;
+      case FusedActivation::Kind::kClip:
+        activation_.kind = nchwc::Activation::kClip;
+        break;
+      case FusedActivation::Kind::kHardSigmoid:
+        activation_.kind = nchwc::Activation::kHardSigmoid;
+        break;
+      default:
+        break;  // none, or Sigmoid / Tanh after the store
+    }
+    activation_.alpha = fused_.alpha;
+    activation_.beta = fused_.beta;
+    post_activation_ = fused_.kind == FusedActivation::Kind::kSigmoid || fused_.kind == FusedActivation::Kind::kTanh;
+
+    if (const Tensor* w = info.constant_input(1)) {
+      const Status s = prepare_weights(*w, packed_);
+      if (!s.is_ok()) throw Error(s);
+      prepacked_ = true;
+    }
+    if (info.has_input(2)) {
+      if (const Tensor* b = info.constant_input(2)) {
+        const Status s = check_bias(*b);
+        if (!s.is_ok()) throw Error(s);
+        bias_.assign(b->data<float>(), b->data<float>() + b->size());
+        has_constant_bias_ = true;
+      }
+    }
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor* x = ctx.input_tensor(0);
+    const Tensor* w = ctx.input_tensor(1);
+    if (x == nullptr || w == nullptr) return invalid_argument(label_, ": inputs X and W are required");
+    if (x->dtype() != DataType::kFloat || w->dtype() != DataType::kFloat) {
+      return invalid_argument(label_, ": X and W must be tensor(float), got ", x->describe(), " and ", w->describe());
+    }
+    if (x->rank() != 4) return invalid_argument(label_, ": input X has rank ", x->rank(), ", expected 4 (N,C,H,W)");
+    Packed run_packed;
+    const Packed* packed = &packed_;
+    if (!prepacked_) {
+      ONYX_RETURN_IF_ERROR(prepare_weights(*w, run_packed));
+      packed = &run_packed;
+    }
+    const int64_t B = block_;
+    const int64_t n_images = x->dim(0), channels = x->dim(1), in_h = x->dim(2), in_w = x->dim(3);
+    const int64_t expected_channels = packed->form == ConvForm::kDepthwise ? packed->out_channels : packed->in_channels;
+    if (channels != expected_channels) {
+      return invalid_argument(label_, ": input X has ", channels, " channels, expected ", expected_channels,
+                              packed->form == ConvForm::kNchwInput ? " (an NCHW tensor)" : " (blocked)");
+    }
+    const int64_t kh = packed->kernel_h, kw = packed->kernel_w;
+    int64_t out_h = 0, out_w = 0, pt = 0, pb = 0, pl = 0, pr = 0;
+    ONYX_RETURN_IF_ERROR(window_.resolve(label_, 0, in_h, kh, out_h, pt, pb));
+    ONYX_RETURN_IF_ERROR(window_.resolve(label_, 1, in_w, kw, out_w, pl, pr));
+    const int64_t out_c = packed->out_channels, out_blocks = out_c / B;
+
+    const float* bias = nullptr;
+    if (has_constant_bias_) {
+      bias = bias_.data();
+    } else if (const Tensor* b = ctx.input_tensor(2)) {
+      ONYX_RETURN_IF_ERROR(check_bias(*b, packed->out_channels));
+      bias = b->data<float>();
+    }
+    const Shape y_shape = {n_images, out_c, out_h, out_w};
+    const float* sum = nullptr;
+    if (const Tensor* s = ctx.input_tensor(3)) {
+      if (s->dtype() != DataType::kFloat || s->shape() != y_shape) {
+        return invalid_argument(label_, ": input Sum is ", s->describe(), ", expected float",
+                                "[" + std::to_string(n_images) + "," + std::to_string(out_c) + "," +
+                                    std::to_string(out_h) + "," + std::to_string(out_w) + "] like Y");
+      }
+      sum = s->data<float>();
+    }
+    Tensor& y = ctx.allocate_output(0, DataType::kFloat, y_shape);
+    const int64_t out_hw = out_h * out_w;
+    if (y.size() == 0) return Status::ok();
+
+    // The input as the kernels read it: padded when the windows leave it.
+    const int64_t unit = packed->form == ConvForm::kNchwInput ? 1 : B;  // floats per pixel of a plane
+    const int64_t planes = packed->form == ConvForm::kNchwInput ? channels : channels / B;
+    const int64_t sh = window_.stride[0], sw = window_.stride[1], dh = window_.dilation[0], dw = window_.dilation[1];
+    const int64_t need_h = (out_h - 1) * sh + (kh - 1) * dh + 1, need_w = (out_w - 1) * sw + (kw - 1) * dw + 1;
+    const bool pad = pt > 0 || pl > 0 || need_h > in_h || need_w > in_w;
+    const int64_t rows = pad ? need_h : in_h, cols = pad ? need_w : in_w;
+    const int64_t plane = rows * cols * unit;
+    std::vector<float> padded;
+    const float* xin = x->data<float>();
+    if (pad) {
+      padded.assign(static_cast<size_t>(n_images * planes * plane), 0.0f);
+      float* dst = padded.data();
+      parallel_for(ctx.thread_pool(), n_images * planes, static_cast<double>(plane), [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {
+          const float* src = xin + p * in_h * in_w * unit;
+          float* out = dst + p * plane;
+          const int64_t c0 = std::max<int64_t>(0, -pl), c1 = std::min(in_w, cols - pl);
+          if (c1 <= c0) continue;
+          for (int64_t ih = 0; ih < in_h; ++ih) {
+            const int64_t r = ih + pt;
+            if (r >= rows) break;
+            std::memcpy(out + (r * cols + pl + c0) * unit, src + (ih * in_w + c0) * unit,
+                        static_cast<size_t>((c1 - c0) * unit) * sizeof(float));
+          }
+        }
+      });
+      xin = padded.data();
+    }
+
+    // Tap offsets from a pixel's input origin.
+    std::vector<int64_t> taps;
+    const int64_t lanes = packed->form == ConvForm::kRegular ? B : 1;
+    const int64_t tap_planes = packed->form == ConvForm::kDepthwise ? 1 : packed->in_channels / lanes;
+    taps.reserve(static_cast<size_t>(tap_planes * kh * kw));
+    for (int64_t c = 0; c < tap_planes; ++c) {
+      for (int64_t i = 0; i < kh; ++i) {
+        for (int64_t j = 0; j < kw; ++j) taps.push_back(c * plane + (i * dh * cols + j * dw) * unit);
+      }
+    }
+    const int64_t tap_count = static_cast<int64_t>(taps.size());
+
+    ConvJob base;
+    base.lanes = static_cast<int>(lanes);
+    base.x_pixel_step = sw * unit;
+    base.x_row_step = sh * cols * unit;
+    base.x_block_stride = plane;
+    base.taps = taps.data();
+    base.tap_count = tap_count;
+    base.w = packed->data.data();
+    base.out_w = out_w;
+    base.y_block_stride = out_hw * B;
+    base.bias = bias;
+    base.activation = activation_;
+    float* y_data = y.data<float>();
+    const int64_t x_image = planes * plane, y_image = out_c * out_hw;
+    auto job_for = [&](int64_t n) {
+      ConvJob job = base;
+      job.x = xin + n * x_image;
+      job.y = y_data + n * y_image;
+      job.sum = sum != nullptr ? sum + n * y_image : nullptr;
+      return job;
+    };
+    auto finish = [&](float* yb, int64_t count) {
+      if (!post_activation_) return;
+      if (fused_.kind == FusedActivation::Kind::kSigmoid) {
+        fast_sigmoid_array(yb, yb, count);
+      } else {
+        fast_tanh_array(yb, yb, count);
+      }
+    };
+
+    // Tasks: (image, group of output blocks, range of pixels in whole tiles).
+    const int64_t F = packed->form == ConvForm::kDepthwise ? 1 : kernels_->max_filter_blocks;
+    const int64_t P = packed->form == ConvForm::kDepthwise ? 8 : kernels_->max_pixels;
+    const int64_t groups = (out_blocks + F - 1) / F;
+    const int64_t tiles = (out_hw + P - 1) / P;
+    ThreadPool* pool = ctx.thread_pool();
+    const int64_t threads = pool != nullptr ? pool->parallelism() : 1;
+    const int64_t outer = n_images * groups;
+    int64_t ranges = threads / std::gcd(outer, threads);
+    ranges = std::max<int64_t>(1, std::min(ranges, tiles));
+    const int64_t tiles_per_range = (tiles + ranges - 1) / ranges;
+    const int64_t task_count = outer * ranges;
+    const double macs_per_task =
+        static_cast<double>(out_hw) / static_cast<double>(ranges) * static_cast<double>(F * B * tap_count * lanes);
+
+    const int64_t chunk_taps = std::max<int64_t>(
+        1, kWeightChunkBytes / std::max<int64_t>(1, F * lanes * B * static_cast<int64_t>(sizeof(float))));
+    const ConvForm form = packed->form;
+    const Kernels* k = kernels_;
+    parallel_for(pool, task_count, macs_per_task, [&](int64_t t0, int64_t t1) {
+      for (int64_t task = t0; task < t1; ++task) {
+        const int64_t r = task % ranges, g = (task / ranges) % groups, n = task / ranges / groups;
+        const int64_t q0 = r * tiles_per_range * P, q1 = std::min(out_hw, (r + 1) * tiles_per_range * P);
+        if (q0 >= q1) continue;
+        const ConvJob job = job_for(n);
+        if (form == ConvForm::kDepthwise) {
+          k->depthwise(job, g, q0, q1);
+          finish(job.y + g * job.y_block_stride + q0 * B, (q1 - q0) * B);
+          continue;
+        }
+        const int64_t ob0 = g * F, nob = std::min(F, out_blocks - ob0);
+        for (int64_t c0 = 0; c0 < tap_count; c0 += chunk_taps) {
+          const int64_t c1 = std::min(tap_count, c0 + chunk_taps);
+          k->conv(job, ob0, nob, q0, q1, c0, c1, c0 == 0, c1 == tap_count);
+        }
+        for (int64_t ob = ob0; ob < ob0 + nob; ++ob) finish(job.y + ob * job.y_block_stride + q0 * B, (q1 - q0) * B);
+      }
+    });
+    return Status::ok();
+  }
+
+ private:
+  struct Packed {
+    ConvForm form = ConvForm::kRegular;
+    int64_t out_channels = 0, in_channels = 0, kernel_h = 0, kernel_w = 0;
+    std::vector<float> data;
+  };
+
+  Status check_bias(const Tensor& b, int64_t out_channels = -1) const {
+    if (b.dtype() != DataType::kFloat || b.rank() != 1) {
+      return invalid_argument(label_, ": input B must be a 1-D float tensor, got ", b.describe());
+    }
+    if (out_channels >= 0 && b.size() != out_channels) {
+      return invalid_argument(label_, ": input B has ", b.size(), " values, expected ", out_channels);
+    }
+    if (out_channels < 0 && b.size() % block_ != 0) {
+      return invalid_model(label_, ": input B has ", b.size(), " values, expected a multiple of ", block_);
+    }
+    return Status::ok();
+  }
+
+  // Checks W against the attributes and the block size and packs it.
+  Status prepare_weights(const Tensor& w, Packed& out) const {
+    const int64_t B = block_;
+    if (w.dtype() != DataType::kFloat || w.rank() != 4) {
+      return invalid_argument(label_, ": input W must be a 4-D float tensor [O, I/group, kh, kw], got ", w.describe());
+    }
+    const int64_t o = w.dim(0), i = w.dim(1), kh = w.dim(2), kw = w.dim(3);
+    if (o <= 0 || i <= 0 || kh <= 0 || kw <= 0) return invalid_argument(label_, ": input W is empty: ", w.describe());
+    if (!window_.kernel.empty() && (window_.kernel[0] != kh || window_.kernel[1] != kw)) {
+      return invalid_model(label_, ": kernel_shape [", window_.kernel[0], ",", window_.kernel[1], "] does not match W ",
+                           w.describe());
+    }
+    if (o % B != 0) {
+      return invalid_model(label_, ": W has ", o, " output channels, expected a multiple of the block size ", B);
+    }
+    if (!bias_.empty() && static_cast<int64_t>(bias_.size()) != o) {
+      return invalid_model(label_, ": input B has ", bias_.size(), " values, expected ", o);
+    }
+    out.out_channels = o;
+    out.kernel_h = kh;
+    out.kernel_w = kw;
+    if (group_ == 1) {
+      out.in_channels = i;
+      if (i % B == 0) {
+        out.form = ConvForm::kRegular;
+      } else if (i < B) {
+        out.form = ConvForm::kNchwInput;
+      } else {
+        return invalid_model(label_, ": W has ", i, " input channels: expected a multiple of ", B,
+                             " (blocked input) or fewer than ", B, " (NCHW input)");
+      }
+    } else if (group_ == o && i == 1) {
+      out.form = ConvForm::kDepthwise;
+      out.in_channels = o;
+    } else {
+      return invalid_model(label_, ": group ", group_, " with W ", w.describe(),
+                           " is neither a regular (group 1) nor a depthwise "
+                           "(group == O, W [O,1,kh,kw]) convolution");
+    }
+    const float* src = w.data<float>();
+    out.data.resize(static_cast<size_t>(w.size()));
+    if (out.form == ConvForm::kDepthwise) {
+      std::copy(src, src + w.size(), out.data.begin());
+      return Status::ok();
+    }
+    // Group g of nob output blocks: [tap][lane][nob][B] from
+    // [ob][tap][lane][B].
+    const int64_t lanes = out.form == ConvForm::kRegular ? B : 1;
+    const int64_t taps = (out.in_channels / lanes) * kh * kw;
+    const int64_t F = kernels_->max_filter_blocks, blocks = o / B;
+    float* dst = out.data.data();
+    for (int64_t ob0 = 0; ob0 < blocks; ob0 += F) {
+      const int64_t nob = std::min(F, blocks - ob0);
+      float* group = dst + ob0 * taps * lanes * B;
+      for (int64_t f = 0; f < nob; ++f) {
+        const float* block = src + (ob0 + f) * taps * lanes * B;
+        for (int64_t t = 0; t < taps * lanes; ++t) {
+          std::memcpy(group + (t * nob + f) * B, block + t * B, static_cast<size_t>(B) * sizeof(float));
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+  std::string label_;
+  const Kernels* kernels_ = nullptr;
+  int64_t block_ = 1;
+  nchwc::Window2D window_;
+  int64_t group_ = 1;
+  FusedActivation fused_;
+  nchwc::Activation activation_;
+  bool post_activation_ = false;
+  bool prepacked_ = false;
+  Packed packed_;
+  bool has_constant_bias_ = false;
+  std::vector<float> bias_;
+};
+
+}  // namespace
+
+ONYX_REGISTER_CPU_KERNEL("com.microsoft.nchwc", "Conv", 1, kLatestVersion, {DataType::kFloat}, NchwcConvKernel);
+
+}  // namespace onyx::cpu

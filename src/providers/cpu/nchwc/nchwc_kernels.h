@@ -1,0 +1,83 @@
+// The contract between the com.microsoft.nchwc op kernels (nchwc_conv.cc,
+// nchwc_pool.cc) and their per-ISA inner loops (nchwc_avx512.cc with blocks
+// of 16 channels, nchwc_avx2.cc with blocks of 8). Internal to this folder.
+#pragma once
+
+#include <cstdint>
+
+namespace onyx::cpu::nchwc {
+
+// The activations a tile applies in registers before it stores. Sigmoid and
+// Tanh are applied by the Conv kernel over the stored output instead.
+struct Activation {
+  enum Kind : int { kNone, kRelu, kLeakyRelu, kClip, kHardSigmoid };
+  int kind = kNone;
+  float alpha = 0.0f;  // LeakyRelu slope, Clip min, HardSigmoid alpha
+  float beta = 0.0f;   // Clip max, HardSigmoid beta
+};
+
+// One image of a direct convolution with blocked output
+// Y[ob][oh][ow][B] (ob = output block), in output pixels q = oh * out_w + ow.
+//
+// The input is read through `taps`: output pixel (oh, ow) reads, for tap t,
+// lane l, the float at x + oh * x_row_step + ow * x_pixel_step + taps[t] + l.
+// The input is padded (or needs no padding), so every tap is in bounds.
+//   lanes == B: blocked input, tap t = (input block, kh, kw), l = input channel
+//   in the block; lanes == 1: NCHW input, tap t = (channel, kh, kw); depthwise:
+//   tap t = (kh, kw), l = the channel in the block (vector, not broadcast),
+//               and block ob reads x + ob * x_block_stride.
+// Packed weights (regular and NCHW input): for the group of `nob` output
+// blocks starting at ob0, the floats at w + ob0 * tap_count * lanes * B are
+// [tap][lane][nob][B]. Depthwise: W as given, [O/B][kh][kw][B].
+struct ConvJob {
+  int lanes = 0;  // B or 1; unused for depthwise
+  const float* x = nullptr;
+  int64_t x_pixel_step = 0;
+  int64_t x_row_step = 0;
+  int64_t x_block_stride = 0;
+  const int64_t* taps = nullptr;
+  int64_t tap_count = 0;
+  const float* w = nullptr;
+  int64_t out_w = 0;
+  float* y = nullptr;
+  int64_t y_block_stride = 0;   // OH * OW * B
+  const float* sum = nullptr;   // blocked like y, or null
+  const float* bias = nullptr;  // O floats, or null
+  Activation activation;
+};
+
+// Pooling of one image plane per channel block, blocked in and out.
+struct PoolJob {
+  const float* x = nullptr;
+  float* y = nullptr;
+  int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  bool is_max = true;
+  bool count_include_pad = false;
+};
+
+struct Kernels {
+  int block;              // B
+  int max_filter_blocks;  // output blocks per weight group (F)
+  int max_pixels;         // output pixels per tile (P)
+  // Output blocks [ob0, ob0 + nob) (nob <= F, one packed weight group) for
+  // pixels [q0, q1), over taps [t0, t1). `first`: start from zero, else add
+  // to what y holds; `last`: add bias and sum, apply the activation.
+  void (*conv)(const ConvJob& job, int64_t ob0, int64_t nob, int64_t q0, int64_t q1, int64_t t0, int64_t t1, bool first,
+               bool last);
+  // Depthwise: output block ob for pixels [q0, q1), all taps, finished.
+  void (*depthwise)(const ConvJob& job, int64_t ob, int64_t q0, int64_t q1);
+  // Planes [p0, p1) of N * C/B planes.
+  void (*pool)(const PoolJob& job, int64_t p0, int64_t p1);
+  // y[p][B] = max or mean of x[p][hw][B] for planes [p0, p1).
+  void (*global_pool)(const float* x, float* y, int64_t hw, bool is_max, int64_t p0, int64_t p1);
+};
+
+// Null when the library was built without that ISA's code.
+const Kernels* avx512_kernels();
+const Kernels* avx2_kernels();
+// The kernels for nchwc_block_size(), or null when it is 1.
+const Kernels* kernels();
+
+}  // namespace onyx::cpu::nchwc

@@ -1,0 +1,261 @@
+// The NCHWc inner loops, written once against a vector type and compiled
+// per ISA: the including file defines ONYX_NCHWC_TARGET (a target attribute),
+// ONYX_NCHWC_NS (the namespace of this instance) and struct Isa (vector type,
+// block size B = lanes of one vector, tile limits, and the vector operations),
+// then includes this file. Every function carries the target attribute, so a
+// baseline x86-64 build holds the code and runs it only after cpuid says so.
+//
+// Direct convolution tile: P output pixels x F output blocks of accumulators
+// (AVX-512: 6 x 4 = 24 zmm). Per tap and input lane: F weight vectors are
+// loaded, each input scalar is broadcast once per pixel and multiplied into F
+// accumulators, so one load serves P (weights) or F (inputs) FMAs.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "providers/cpu/nchwc/nchwc_kernels.h"
+
+namespace onyx::cpu::nchwc::ONYX_NCHWC_NS {
+namespace {
+
+#define ONYX_NCHWC_INLINE ONYX_NCHWC_TARGET inline __attribute__((always_inline))
+
+using V = Isa::V;
+constexpr int kB = Isa::kB;
+constexpr int kMaxP = Isa::kMaxP;
+constexpr int kMaxF = Isa::kMaxF;
+constexpr int kDepthwiseP = Isa::kDepthwiseP;
+
+ONYX_NCHWC_INLINE V activate(V v, const Activation& a) {
+  switch (a.kind) {
+    case Activation::kRelu:
+      return Isa::max(v, Isa::zero());
+    case Activation::kLeakyRelu:
+      return Isa::leaky(v, Isa::set1(a.alpha));
+    case Activation::kClip:
+      return Isa::min(Isa::max(v, Isa::set1(a.alpha)), Isa::set1(a.beta));
+    case Activation::kHardSigmoid:
+      return Isa::min(Isa::max(Isa::fma(v, Isa::set1(a.alpha), Isa::set1(a.beta)), Isa::zero()), Isa::set1(1.0f));
+    default:
+      return v;
+  }
+}
+
+// Stores the P x F tile at pixel q of blocks ob0.. ; `last` finishes it.
+template <int P, int F>
+ONYX_NCHWC_INLINE void write_back(V (&acc)[P][F], const ConvJob& job, int64_t ob0, int64_t q, bool last) {
+#pragma GCC unroll 4
+  for (int f = 0; f < F; ++f) {
+    float* y = job.y + (ob0 + f) * job.y_block_stride + q * kB;
+    if (!last) {
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) Isa::store(y + p * kB, acc[p][f]);
+      continue;
+    }
+    const V b = job.bias != nullptr ? Isa::load(job.bias + (ob0 + f) * kB) : Isa::zero();
+    const float* s = job.sum != nullptr ? job.sum + (ob0 + f) * job.y_block_stride + q * kB : nullptr;
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) {
+      V v = Isa::add(acc[p][f], b);
+      if (s != nullptr) v = Isa::add(v, Isa::load(s + p * kB));
+      Isa::store(y + p * kB, activate(v, job.activation));
+    }
+  }
+}
+
+// Taps [t0, t1) of the packed weight group `w` (already at tap t0) into the
+// tile; xs[p] is pixel p's input origin.
+template <int P, int F, int L>
+ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, const float* w, int64_t t0, int64_t t1,
+                                 int64_t ob0, int64_t q, bool first, bool last) {
+  V acc[P][F];
+  if (first) {
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p)
+#pragma GCC unroll 4
+      for (int f = 0; f < F; ++f) acc[p][f] = Isa::zero();
+  } else {
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p)
+#pragma GCC unroll 4
+      for (int f = 0; f < F; ++f) acc[p][f] = Isa::load(job.y + (ob0 + f) * job.y_block_stride + (q + p) * kB);
+  }
+  const float* x[P];
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p) x[p] = xs[p];
+  const int64_t* taps = job.taps;
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t o = taps[t];
+#pragma GCC unroll 16
+    for (int l = 0; l < L; ++l) {
+      V wv[F];
+#pragma GCC unroll 4
+      for (int f = 0; f < F; ++f) wv[f] = Isa::load(w + (l * F + f) * kB);
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) Isa::template broadcast_fma<F>(acc[p], wv, x[p] + o + l);
+    }
+    w += L * F * kB;
+  }
+  write_back<P, F>(acc, job, ob0, q, last);
+}
+
+using TileFn = void (*)(const ConvJob&, const float* const*, const float*, int64_t, int64_t, int64_t, int64_t, bool,
+                        bool);
+
+template <int L, int P, int... Fs>
+constexpr void fill_row(TileFn* row, std::integer_sequence<int, Fs...>) {
+  ((row[Fs] = &conv_tile<P, Fs + 1, L>), ...);
+}
+template <int L, int... Ps>
+constexpr void fill_table(TileFn (*table)[kMaxF], std::integer_sequence<int, Ps...>) {
+  ((fill_row<L, Ps + 1>(table[Ps], std::make_integer_sequence<int, kMaxF>{})), ...);
+}
+
+// tiles<L>[P - 1][F - 1]
+template <int L>
+struct TileTable {
+  TileFn fn[kMaxP][kMaxF];
+  constexpr TileTable() : fn{} { fill_table<L>(fn, std::make_integer_sequence<int, kMaxP>{}); }
+};
+constexpr TileTable<kB> kBlockedTiles{};
+constexpr TileTable<1> kNchwTiles{};
+
+ONYX_NCHWC_TARGET void conv(const ConvJob& job, int64_t ob0, int64_t nob, int64_t q0, int64_t q1, int64_t t0,
+                            int64_t t1, bool first, bool last) {
+  const int64_t lanes = job.lanes;
+  const float* w = job.w + ob0 * job.tap_count * lanes * kB + t0 * lanes * nob * kB;
+  const TileTable<kB>* blocked = lanes == kB ? &kBlockedTiles : nullptr;
+  int64_t oh = q0 / job.out_w, ow = q0 % job.out_w;
+  const float* xs[kMaxP];
+  for (int64_t q = q0; q < q1; q += kMaxP) {
+    const int64_t n = std::min<int64_t>(kMaxP, q1 - q);
+    for (int64_t i = 0; i < n; ++i) {
+      xs[i] = job.x + oh * job.x_row_step + ow * job.x_pixel_step;
+      if (++ow == job.out_w) {
+        ow = 0;
+        ++oh;
+      }
+    }
+    const TileFn fn = blocked != nullptr ? blocked->fn[n - 1][nob - 1] : kNchwTiles.fn[n - 1][nob - 1];
+    fn(job, xs, w, t0, t1, ob0, q, first, last);
+  }
+}
+
+template <int P>
+ONYX_NCHWC_TARGET void depthwise_tile(const ConvJob& job, const float* const* xs, const float* w, int64_t ob,
+                                      int64_t q) {
+  V acc[P][1];
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p) acc[p][0] = Isa::zero();
+  const int64_t* taps = job.taps;
+  for (int64_t t = 0; t < job.tap_count; ++t) {
+    const int64_t o = taps[t];
+    const V wv = Isa::load(w + t * kB);
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) acc[p][0] = Isa::fma(Isa::load(xs[p] + o), wv, acc[p][0]);
+  }
+  write_back<P, 1>(acc, job, ob, q, true);
+}
+
+using DepthwiseFn = void (*)(const ConvJob&, const float* const*, const float*, int64_t, int64_t);
+template <int... Ps>
+constexpr void fill_depthwise(DepthwiseFn* table, std::integer_sequence<int, Ps...>) {
+  ((table[Ps] = &depthwise_tile<Ps + 1>), ...);
+}
+struct DepthwiseTable {
+  DepthwiseFn fn[kDepthwiseP];
+  constexpr DepthwiseTable() : fn{} { fill_depthwise(fn, std::make_integer_sequence<int, kDepthwiseP>{}); }
+};
+constexpr DepthwiseTable kDepthwiseTiles{};
+
+ONYX_NCHWC_TARGET void depthwise(const ConvJob& job, int64_t ob, int64_t q0, int64_t q1) {
+  const float* w = job.w + ob * job.tap_count * kB;
+  const float* x = job.x + ob * job.x_block_stride;
+  int64_t oh = q0 / job.out_w, ow = q0 % job.out_w;
+  const float* xs[kDepthwiseP];
+  for (int64_t q = q0; q < q1; q += kDepthwiseP) {
+    const int64_t n = std::min<int64_t>(kDepthwiseP, q1 - q);
+    for (int64_t i = 0; i < n; ++i) {
+      xs[i] = x + oh * job.x_row_step + ow * job.x_pixel_step;
+      if (++ow == job.out_w) {
+        ow = 0;
+        ++oh;
+      }
+    }
+    kDepthwiseTiles.fn[n - 1](job, xs, w, ob, q);
+  }
+}
+
+ONYX_NCHWC_TARGET void pool(const PoolJob& j, int64_t p0, int64_t p1) {
+  const float lowest = -std::numeric_limits<float>::infinity();
+  for (int64_t plane = p0; plane < p1; ++plane) {
+    const float* x = j.x + plane * j.in_h * j.in_w * kB;
+    float* y = j.y + plane * j.out_h * j.out_w * kB;
+    for (int64_t oh = 0; oh < j.out_h; ++oh) {
+      const int64_t ih0 = oh * j.stride_h - j.pad_top;
+      for (int64_t ow = 0; ow < j.out_w; ++ow) {
+        const int64_t iw0 = ow * j.stride_w - j.pad_left;
+        V acc = j.is_max ? Isa::set1(lowest) : Isa::zero();
+        int64_t valid = 0, in_padded = 0;
+        for (int64_t kh = 0; kh < j.kernel_h; ++kh) {
+          const int64_t ih = ih0 + kh * j.dilation_h;
+          const bool row_in_padded = ih < j.in_h + j.pad_bottom;
+          const bool row_inside = ih >= 0 && ih < j.in_h;
+          for (int64_t kw = 0; kw < j.kernel_w; ++kw) {
+            const int64_t iw = iw0 + kw * j.dilation_w;
+            if (row_in_padded && iw < j.in_w + j.pad_right) ++in_padded;
+            if (!row_inside || iw < 0 || iw >= j.in_w) continue;
+            ++valid;
+            const V v = Isa::load(x + (ih * j.in_w + iw) * kB);
+            acc = j.is_max ? Isa::max(acc, v) : Isa::add(acc, v);
+          }
+        }
+        if (!j.is_max) {
+          const int64_t count = j.count_include_pad ? in_padded : valid;
+          acc = count > 0 ? Isa::mul(acc, Isa::set1(1.0f / static_cast<float>(count))) : Isa::zero();
+        } else if (valid == 0) {
+          acc = Isa::zero();
+        }
+        Isa::store(y + (oh * j.out_w + ow) * kB, acc);
+      }
+    }
+  }
+}
+
+ONYX_NCHWC_TARGET void global_pool(const float* x, float* y, int64_t hw, bool is_max, int64_t p0, int64_t p1) {
+  for (int64_t plane = p0; plane < p1; ++plane) {
+    const float* xp = x + plane * hw * kB;
+    V a0, a1, a2, a3;
+    if (is_max) {
+      a0 = a1 = a2 = a3 = Isa::set1(-std::numeric_limits<float>::infinity());
+    } else {
+      a0 = a1 = a2 = a3 = Isa::zero();
+    }
+    int64_t i = 0;
+    for (; i + 4 <= hw; i += 4) {
+      const V v0 = Isa::load(xp + i * kB), v1 = Isa::load(xp + (i + 1) * kB);
+      const V v2 = Isa::load(xp + (i + 2) * kB), v3 = Isa::load(xp + (i + 3) * kB);
+      if (is_max) {
+        a0 = Isa::max(a0, v0), a1 = Isa::max(a1, v1), a2 = Isa::max(a2, v2), a3 = Isa::max(a3, v3);
+      } else {
+        a0 = Isa::add(a0, v0), a1 = Isa::add(a1, v1), a2 = Isa::add(a2, v2), a3 = Isa::add(a3, v3);
+      }
+    }
+    for (; i < hw; ++i) a0 = is_max ? Isa::max(a0, Isa::load(xp + i * kB)) : Isa::add(a0, Isa::load(xp + i * kB));
+    V r;
+    if (is_max) {
+      r = Isa::max(Isa::max(a0, a1), Isa::max(a2, a3));
+    } else {
+      r = Isa::mul(Isa::add(Isa::add(a0, a1), Isa::add(a2, a3)), Isa::set1(1.0f / static_cast<float>(hw)));
+    }
+    Isa::store(y + plane * kB, r);
+  }
+}
+
+}  // namespace
+
+const Kernels kKernels = {kB, kMaxF, kMaxP, &conv, &depthwise, &pool, &global_pool};
+
+}  // namespace onyx::cpu::nchwc::ONYX_NCHWC_NS
+
+#undef ONYX_NCHWC_INLINE
