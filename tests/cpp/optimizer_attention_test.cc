@@ -194,13 +194,17 @@ TEST(OptimizerAttentionFusion, FusesComputedReshapeTargetsAndNoMask) {
 
 TEST(OptimizerAttentionFusion, AdditiveMasks) {
   {
-    // One mask for all heads: MultiHeadAttention (attention_bias broadcast over heads).
+    // One mask for all heads ([B, 1, S, S], what transformers exports build
+    // from attention_mask): one Attention with the mask as attention_bias
+    // broadcast over heads, no separate projection or Split.
     BertOptions o;
     o.mask = Mask::kAdditiveShared;
     ModelBuilder b = bert_attention(o);
     auto r = optimize_and_compare(b, bert_inputs(o));
     ASSERT_TRUE(r.after);
-    EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "MultiHeadAttention"), 1);
+    EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "Attention"), 1);
+    EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "MultiHeadAttention"), 0);
+    EXPECT_EQ(count_ops(*r.after, "Split"), 0);
     EXPECT_EQ(count_ops(*r.after, "Softmax"), 0);
   }
   {
@@ -277,15 +281,17 @@ TEST(OptimizerAttentionFusion, LeavesUntransposedKeys) {
 
 // GPT-2 as exported: Conv1D as Reshape-Gemm-Reshape, one packed c_attn split
 // in three, a causal Where over a slice of a constant lower-triangular buffer.
-ModelBuilder gpt2_attention(bool with_past) {
+// seq: the query length (1 for a decode step); decode_mask: a [B, 1, seq,
+// past + seq] additive mask input, as transformers exports build it once.
+ModelBuilder gpt2_attention(bool with_past, int64_t seq = kSeq, bool decode_mask = false) {
   ModelBuilder b(13);
-  b.input("x", {kBatch, kSeq, kHidden}).output("y");
+  b.input("x", {kBatch, seq, kHidden}).output("y");
   if (with_past) b.input("past_key", {kBatch, kHeads, 3, kHeadSize}).input("past_value", {kBatch, kHeads, 3, kHeadSize});
   int64_initializer(b, "flat_shape", {2}, {-1, kHidden});
-  int64_initializer(b, "qkv_shape", {3}, {kBatch, kSeq, 3 * kHidden});
+  int64_initializer(b, "qkv_shape", {3}, {kBatch, seq, 3 * kHidden});
   int64_initializer(b, "split", {3}, {kHidden, kHidden, kHidden});
-  int64_initializer(b, "head_shape", {4}, {kBatch, kSeq, kHeads, kHeadSize});
-  int64_initializer(b, "merged_shape", {3}, {kBatch, kSeq, kHidden});
+  int64_initializer(b, "head_shape", {4}, {kBatch, seq, kHeads, kHeadSize});
+  int64_initializer(b, "merged_shape", {3}, {kBatch, seq, kHidden});
   b.initializer("c_attn_w", {kHidden, 3 * kHidden}, random_values(kHidden * 3 * kHidden, 90));
   b.initializer("c_attn_b", {3 * kHidden}, random_values(3 * kHidden, 91));
   b.node("Reshape", {"x", "flat_shape"}, {"x_flat"}).node("Gemm", {"x_flat", "c_attn_w", "c_attn_b"}, {"qkv_flat"});
@@ -312,7 +318,12 @@ ModelBuilder gpt2_attention(bool with_past) {
   b.initializer("scale", {}, {1.0f / std::sqrt(static_cast<float>(kHeadSize)) * 1.5f});  // not the default
   b.node("Mul", {"scores", "scale"}, {"scaled"});
   std::string logits = "scaled";
-  if (!with_past) {
+  if (decode_mask) {
+    b.input("mask", {kBatch, 1, seq, (with_past ? 3 : 0) + seq});
+    b.node("Add", {"scaled", "mask"}, {"masked"});
+    logits = "masked";
+  }
+  if (!with_past && !decode_mask) {
     // Lower-triangular buffer [1, 1, 8, 8] sliced to [S, S].
     std::vector<float> tril(64);
     for (int r = 0; r < 8; ++r) {
@@ -361,6 +372,18 @@ TEST(OptimizerAttentionFusion, FusesGpt2PastIntoMultiHeadAttention) {
   const graph::Node* mha = find_op(*r.after, "MultiHeadAttention");
   ASSERT_NE(mha, nullptr);
   EXPECT_EQ(mha->outputs.size(), 3u);  // output, present_key, present_value
+  EXPECT_EQ(count_ops(*r.after, "Concat"), 0);
+}
+
+TEST(OptimizerAttentionFusion, FusesDecodeStepWithSharedMask) {
+  // One query against past + 1 keys, the mask [B, 1, 1, past + 1]: its
+  // query dim of 1 is the query length, not a broadcast.
+  ModelBuilder b = gpt2_attention(true, 1, true);
+  auto r = optimize_and_compare(b, {random_tensor({kBatch, 1, kHidden}, 96), random_tensor({kBatch, kHeads, 3, kHeadSize}, 97),
+                                    random_tensor({kBatch, kHeads, 3, kHeadSize}, 98), random_tensor({kBatch, 1, 1, 4}, 99)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "MultiHeadAttention"), 1);
+  EXPECT_EQ(count_ops(*r.after, "Softmax"), 0);
   EXPECT_EQ(count_ops(*r.after, "Concat"), 0);
 }
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 ort = pytest.importorskip("onnxruntime")
 onyx = pytest.importorskip("onyx")
@@ -17,9 +17,10 @@ _ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorPr
          np.dtype(np.float16): TensorProto.FLOAT16}
 
 
-def _model(op_type, inputs, n_outputs, attrs, domain="com.microsoft", out_types=None):
+def _model(op_type, inputs, n_outputs, attrs, domain="com.microsoft", out_types=None, constants=()):
     """One node of op_type; inputs is a list of arrays or None (an omitted
-    optional input); n_outputs an int or a list of booleans (False: omitted)."""
+    optional input); n_outputs an int or a list of booleans (False: omitted);
+    constants: indices of inputs given as initializers (weights a kernel packs)."""
     flags = [True] * n_outputs if isinstance(n_outputs, int) else list(n_outputs)
     in_names = [f"in{i}" if a is not None else "" for i, a in enumerate(inputs)]
     while in_names and in_names[-1] == "":
@@ -29,30 +30,32 @@ def _model(op_type, inputs, n_outputs, attrs, domain="com.microsoft", out_types=
         out_names.pop()
     node = helper.make_node(op_type, in_names, out_names, domain=domain, name="node", **attrs)
     graph_inputs = [helper.make_tensor_value_info(n, _ELEM[a.dtype], list(a.shape))
-                    for n, a in zip(in_names, inputs) if a is not None]
+                    for i, (n, a) in enumerate(zip(in_names, inputs)) if a is not None and i not in constants]
+    initializers = [numpy_helper.from_array(a, n) for i, (n, a) in enumerate(zip(in_names, inputs))
+                    if a is not None and i in constants]
     out_types = out_types or {}
     # Outputs default to the element type of the first float input.
     floats = [a for a in inputs if a is not None and a.dtype.kind == "f"]
     default_type = _ELEM[(floats[0] if floats else inputs[0]).dtype]
     graph_outputs = [helper.make_tensor_value_info(n, out_types.get(i, default_type), None)
                      for i, n in enumerate(out_names) if n]
-    graph = helper.make_graph([node], "contrib", graph_inputs, graph_outputs)
+    graph = helper.make_graph([node], "contrib", graph_inputs, graph_outputs, initializer=initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
     model.ir_version = 8
-    feeds = {n: a for n, a in zip(in_names, inputs) if a is not None}
+    feeds = {n: a for i, (n, a) in enumerate(zip(in_names, inputs)) if a is not None and i not in constants}
     return model.SerializeToString(), feeds
 
 
 def check(op_type, inputs, n_outputs=1, attrs=None, domain="com.microsoft", out_types=None, rtol=1e-4, atol=1e-5,
-          onyx_inputs=None):
+          onyx_inputs=None, constants=()):
     """onyx_inputs: the same values in a layout onnxruntime's CPU kernel lacks
-    (packed QKV, ...): onyx runs those, onnxruntime the plain `inputs`."""
-    model, feeds = _model(op_type, inputs, n_outputs, attrs or {}, domain, out_types)
+    (packed QKV, a 4-D mask, ...): onyx runs those, onnxruntime the plain `inputs`."""
+    model, feeds = _model(op_type, inputs, n_outputs, attrs or {}, domain, out_types, constants)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     expected = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"]).run(None, feeds)
     if onyx_inputs is not None:
-        model, feeds = _model(op_type, onyx_inputs, n_outputs, attrs or {}, domain, out_types)
+        model, feeds = _model(op_type, onyx_inputs, n_outputs, attrs or {}, domain, out_types, constants)
     actual = onyx.InferenceSession(model).run(None, feeds)
     assert len(actual) == len(expected)
     for i, (a, e) in enumerate(zip(actual, expected)):
@@ -265,6 +268,66 @@ def test_attention_qkv_hidden_sizes():
                                             "mask_filter_value": -1e4})
 
 
+@pytest.mark.parametrize("shape", [(2, 1), (1, 1), (1, "heads"), (2, "heads")])
+def test_attention_bias_broadcast(shape):
+    """attention_bias [B or 1, heads or 1, S, T]: [B, 1, S, T] is the additive
+    mask transformers exports build from attention_mask."""
+    rng = np.random.default_rng(16)
+    batch, seq, hidden, heads = 2, 5, 16, 4
+    x, w, b = rand(rng, batch, seq, hidden), rand(rng, hidden, 3 * hidden, scale=0.3), rand(rng, 3 * hidden)
+    bias_shape = (shape[0], heads if shape[1] == "heads" else 1, seq, seq)
+    check("Attention", [x, w, b, None, None, rand(rng, *bias_shape)], attrs={"num_heads": heads})
+    m = np.array([4, 5], np.int32)
+    check("Attention", [x, w, b, m, None, rand(rng, *bias_shape)], attrs={"num_heads": heads, "unidirectional": 1})
+
+
+def test_attention_mask_index_forms():
+    """mask_index [3 * B + 2] (its first B values are the key lengths), raw
+    masks with values other than 0 and 1 (> 0 attends), and the 4-D
+    [B, 1, max, max] form, which onnxruntime's CPU kernel lacks: there its
+    rows past..past+S and columns :T are run as the equivalent 3-D mask."""
+    rng = np.random.default_rng(17)
+    batch, seq, past_len, hidden, heads = 2, 3, 2, 16, 2
+    total, max_len = past_len + seq, 7
+    x, w, b = rand(rng, batch, seq, hidden), rand(rng, hidden, 3 * hidden, scale=0.3), rand(rng, 3 * hidden)
+    attrs = {"num_heads": heads}
+    check("Attention", [x, w, b, np.array([2, 3, 1, 0, 3, 1, 5, 4], np.int32)], attrs=attrs)
+    check("Attention", [x, w, b, np.array([[2, -1, 1], [0, 1, 5]], np.int32)], attrs=attrs)
+    m3 = np.array([[[1, 2, 0], [-3, 1, 1], [1, 0, 7]], [[1, 1, 1], [0, 1, -1], [1, 1, 0]]], np.int32)
+    check("Attention", [x, w, b, m3], attrs=attrs)
+    past = rand(rng, 2, batch, heads, past_len, hidden // heads)
+    m4 = (rng.random((batch, 1, max_len, max_len)) > 0.3).astype(np.int32)
+    m4[:, :, :, 0] = 1
+    same_3d = np.ascontiguousarray(m4[:, 0, past_len:past_len + seq, :total])
+    for uni in (0, 1):
+        check("Attention", [x, w, b, same_3d, past], 2, attrs={"num_heads": heads, "unidirectional": uni},
+              onyx_inputs=[x, w, b, m4, past])
+
+
+@pytest.mark.parametrize("batch,seq,past_len,heads,head", [(1, 64, 0, 1, 16), (2, 40, 0, 4, 24), (1, 1, 37, 4, 16),
+                                                           (2, 9, 20, 3, 32)])
+@pytest.mark.parametrize("mask", [None, "2d", "bias"])
+def test_attention_large(batch, seq, past_len, heads, head, mask):
+    """Shapes past the microkernel tiles, constant (pre-packed) weights, past
+    and present, a single query against a long past, and one head whose
+    queries are split over threads."""
+    rng = np.random.default_rng(18)
+    hidden = heads * head
+    total = past_len + seq
+    x, w, b = rand(rng, batch, seq, hidden), rand(rng, hidden, 3 * hidden, scale=0.2), rand(rng, 3 * hidden)
+    m = ab = None
+    if mask == "2d":
+        m = (rng.random((batch, total)) > 0.2).astype(np.int32)
+        m[:, 0] = 1
+    elif mask == "bias":
+        if past_len:
+            pytest.skip("onnxruntime's Attention takes past or attention_bias, not both")
+        ab = rand(rng, batch, 1, seq, total)
+    past = rand(rng, 2, batch, heads, past_len, head) if past_len else None
+    attrs = {"num_heads": heads, "unidirectional": int(past_len > 0)}
+    check("Attention", [x, w, b, m, past, ab], 2 if past_len else 1, attrs, constants=(1, 2), rtol=2e-4, atol=2e-5)
+
+
 # ------------------------------------------------------- MultiHeadAttention
 
 def _mha_inputs(rng, batch=2, seq=3, kv_seq=4, heads=2, head=4, v_head=None, bias=True):
@@ -380,6 +443,25 @@ def test_mha_packed_kv(bias):
     packed = _pack(q, k, v, 2, "kv")
     m = np.array([4, 5], np.int32)
     check("MultiHeadAttention", [q, k, v, b, m], 1, {"num_heads": 2}, onyx_inputs=[q, packed, None, b, m])
+
+
+@pytest.mark.parametrize("batch,seq,past_len,heads,head", [(1, 1, 129, 12, 64), (2, 48, 0, 4, 24), (1, 64, 0, 1, 16),
+                                                           (2, 5, 17, 3, 32)])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_mha_large(batch, seq, past_len, heads, head, with_bias):
+    """GPT-2 decode (one query, a long past, the [B, 1, S, T] additive mask,
+    present outputs) and BERT-like shapes past the microkernel tiles."""
+    rng = np.random.default_rng(19)
+    hidden, total = heads * head, past_len + seq
+    q, k, v = (rand(rng, batch, seq, hidden) for _ in range(3))
+    b = rand(rng, 3 * hidden) if with_bias else None
+    ab = rand(rng, batch, 1, seq, total)
+    if past_len:
+        pk, pv = rand(rng, batch, heads, past_len, head), rand(rng, batch, heads, past_len, head)
+        check("MultiHeadAttention", [q, k, v, b, None, ab, pk, pv], 3, {"num_heads": heads}, rtol=2e-4, atol=2e-5)
+    else:
+        check("MultiHeadAttention", [q, k, v, b, None, ab], 1, {"num_heads": heads, "unidirectional": 1}, rtol=2e-4,
+              atol=2e-5)
 
 
 # ------------------------------------------------- EmbedLayerNormalization

@@ -3,10 +3,9 @@
 // additive mask or a causal Where, Softmax, ·V, heads merged again), becomes
 // one com.microsoft Attention with the Q/K/V weights packed into one matrix
 // here. Where Attention cannot say it (past key/values as separate tensors,
-// an additive mask shared by all heads, projections of different inputs) it
-// becomes com.microsoft MultiHeadAttention fed by one packed MatMul. Both are
-// onnxruntime's contrib ops with its signatures, so a saved optimized model
-// runs there too.
+// projections of different inputs) it becomes com.microsoft
+// MultiHeadAttention fed by one packed MatMul. Both are onnxruntime's
+// contrib ops with its signatures, so a saved optimized model runs there too.
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -495,8 +494,7 @@ class AttentionFusion final : public Pass {
     }
 
     // The mask: Attention takes a raw [B, kv] mask as mask_index, an additive
-    // [B or 1, heads, S, kv] one as attention_bias; MultiHeadAttention also an
-    // additive one shared by heads ([B or 1, 1, S, kv]).
+    // [B or 1, heads or 1, S, kv] one as attention_bias.
     std::optional<RawMask> raw;
     bool bias_per_head = true;
     if (mask != graph::kNoValue) {
@@ -505,12 +503,19 @@ class AttentionFusion final : public Pass {
       if (!raw) {
         const graph::TypeAndShape& info = ctx.info(mask);
         if (!info.has_shape || info.shape.size() != 4) return std::nullopt;
-        // A mask broadcast along queries or keys is not an attention_bias.
-        for (size_t d = 2; d < 4; ++d) {
-          if (info.shape[d].is_known() && info.shape[d].value == 1) return std::nullopt;
-        }
-        bias_per_head = info.shape[1].is_known() && info.shape[1].value == heads;
-        if (!bias_per_head && info.shape[1].is_known() && info.shape[1].value != 1) return std::nullopt;
+        // A mask broadcast along queries or keys is not an attention_bias; a
+        // dim of 1 is fine where the query (or key) sequence has length 1.
+        const graph::TypeAndShape& q_info = ctx.info(q->projected);
+        const graph::TypeAndShape& k_info = ctx.info(k->projected);
+        auto is_one = [](const graph::TypeAndShape& i, size_t d) {
+          return i.has_shape && i.shape.size() > d && i.shape[d].is_known() && i.shape[d].value == 1;
+        };
+        if (is_one(info, 2) && !is_one(q_info, 1)) return std::nullopt;
+        if (is_one(info, 3) && !(is_one(k_info, 1) && past_key == graph::kNoValue)) return std::nullopt;
+        // Attention takes [B or 1, heads or 1, S, kv]; where the head dim is
+        // not known the run-time shape decides, which MultiHeadAttention checks.
+        bias_per_head = info.shape[1].is_known() && (info.shape[1].value == heads || info.shape[1].value == 1);
+        if (!bias_per_head && info.shape[1].is_known()) return std::nullopt;
       }
     }
 

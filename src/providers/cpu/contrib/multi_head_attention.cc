@@ -11,9 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "providers/cpu/attention/attention_core.h"
 #include "providers/cpu/contrib/float_io.h"
-#include "providers/cpu/gemm/sgemm.h"
-#include "providers/cpu/math/fast_math.h"
 
 namespace onyx::cpu {
 namespace {
@@ -158,123 +157,150 @@ class MultiHeadAttentionKernel final : public Kernel {
                               " or 1, ", q_len, ", ", total, "]");
     }
 
-    // Gather Q [batch, heads, q_len, head], K [batch, heads, total, head] and
-    // V [batch, heads, total, v_head] in float, bias added, past first.
-    const std::vector<float> qf = read_floats(*query);
-    const std::vector<float> kf = key ? read_floats(*key) : std::vector<float>();
-    const std::vector<float> vf = value ? read_floats(*value) : std::vector<float>();
-    const std::vector<float> bf = bias ? read_floats(*bias) : std::vector<float>();
-    auto bias_at = [&](int64_t i) { return bf.empty() ? 0.0f : bf[static_cast<size_t>(i)]; };
-    std::vector<float> q(static_cast<size_t>(batch * heads * q_len * head));
-    std::vector<float> k(static_cast<size_t>(batch * heads * total * head));
-    std::vector<float> v(static_cast<size_t>(batch * heads * total * v_head));
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t n = 0; n < heads; ++n) {
-        for (int64_t s = 0; s < q_len; ++s) {
-          float* dst = q.data() + ((b * heads + n) * q_len + s) * head;
-          const float* src = layout == Layout::kPackedQkv ? qf.data() + ((b * q_len + s) * heads + n) * 3 * head
-                                                          : qf.data() + (b * q_len + s) * hidden + n * head;
-          for (int64_t h = 0; h < head; ++h) dst[h] = src[h] + bias_at(n * head + h);
-        }
-        for (int64_t s = 0; s < kv_len; ++s) {
-          float* kd = k.data() + ((b * heads + n) * total + past_len + s) * head;
-          float* vd = v.data() + ((b * heads + n) * total + past_len + s) * v_head;
-          const float* ks = nullptr;
-          const float* vs = nullptr;
-          bool add_bias = !bf.empty();
-          switch (layout) {
-            case Layout::kPackedQkv:
-              ks = qf.data() + ((b * q_len + s) * heads + n) * 3 * head + head;
-              vs = ks + head;
-              break;
-            case Layout::kPackedKv:
-              ks = kf.data() + ((b * kv_len + s) * heads + n) * 2 * head;
-              vs = ks + head;
-              break;
-            case Layout::kKvPerHead:  // already projected per head: no bias (as onnxruntime)
-              ks = kf.data() + ((b * heads + n) * kv_len + s) * head;
-              vs = vf.data() + ((b * heads + n) * kv_len + s) * v_head;
-              add_bias = false;
-              break;
-            case Layout::kSeparate:
-              ks = kf.data() + (b * kv_len + s) * hidden + n * head;
-              vs = vf.data() + (b * kv_len + s) * v_hidden + n * v_head;
-              break;
-          }
-          for (int64_t h = 0; h < head; ++h) kd[h] = ks[h] + (add_bias ? bias_at(hidden + n * head + h) : 0.0f);
-          for (int64_t h = 0; h < v_head; ++h) vd[h] = vs[h] + (add_bias ? bias_at(2 * hidden + n * v_head + h) : 0.0f);
-        }
-      }
+    // Q, K and V are read in place where they can be (float inputs without
+    // bias, no past); otherwise copied per head with the bias added, K and V
+    // after their past rows, into the present outputs when those are asked for.
+    std::vector<float> qf, kf, vf;  // float copies of non-float inputs
+    auto floats_of = [&](const Tensor* t, std::vector<float>& converted) -> const float* {
+      if (t == nullptr) return nullptr;
+      if (t->dtype() == DataType::kFloat) return t->data<float>();
+      converted = read_floats(*t);
+      return converted.data();
+    };
+    const float* pq = floats_of(query, qf);
+    const float* pk = floats_of(key, kf);
+    const float* pv = floats_of(value, vf);
+    std::vector<float> bias_f;
+    const float* pb = floats_of(bias, bias_f);
+    using attention::HeadView;
+    HeadView<const float> q_view, k_view, v_view;
+    switch (layout) {
+      case Layout::kPackedQkv:  // [batch, sequence, heads, 3, head]
+        q_view = {pq, q_len * heads * 3 * head, 3 * head, heads * 3 * head};
+        k_view = {pq + head, q_view.batch_stride, q_view.head_stride, q_view.row_stride};
+        v_view = {pq + 2 * head, q_view.batch_stride, q_view.head_stride, q_view.row_stride};
+        break;
+      case Layout::kPackedKv:  // key [batch, kv_sequence, heads, 2, head]
+        q_view = attention::interleaved_heads(pq, heads, q_len, head);
+        k_view = {pk, kv_len * heads * 2 * head, 2 * head, heads * 2 * head};
+        v_view = {pk + head, k_view.batch_stride, k_view.head_stride, k_view.row_stride};
+        break;
+      case Layout::kKvPerHead:
+        q_view = attention::interleaved_heads(pq, heads, q_len, head);
+        k_view = attention::contiguous_heads(pk, heads, kv_len, head);
+        v_view = attention::contiguous_heads(pv, heads, kv_len, v_head);
+        break;
+      case Layout::kSeparate:
+        q_view = attention::interleaved_heads(pq, heads, q_len, head);
+        k_view = attention::interleaved_heads(pk, heads, kv_len, head);
+        v_view = attention::interleaved_heads(pv, heads, kv_len, v_head);
+        break;
     }
-    if (past_len > 0) {
-      const std::vector<float> pk = read_floats(*past_key), pv = read_floats(*past_value);
-      for (int64_t bn = 0; bn < batch * heads; ++bn) {
-        std::copy(pk.begin() + bn * past_len * head, pk.begin() + (bn + 1) * past_len * head, k.begin() + bn * total * head);
-        std::copy(pv.begin() + bn * past_len * v_head, pv.begin() + (bn + 1) * past_len * v_head, v.begin() + bn * total * v_head);
+    // Already projected per head: no bias for K and V (as onnxruntime).
+    const bool kv_bias = pb != nullptr && layout != Layout::kKvPerHead;
+    std::vector<float> q_buffer;
+    if (pb != nullptr) {
+      q_buffer.resize(static_cast<size_t>(batch * heads * q_len * head));
+      const auto dst = attention::contiguous_heads(q_buffer.data(), heads, q_len, head);
+      attention::copy_heads(q_view, pb, batch, heads, q_len, head, dst, 0);
+      q_view = {dst.data, dst.batch_stride, dst.head_stride, dst.row_stride};
+    }
+    const bool want_present_k = ctx.output_count() > 1 && ctx.output_requested(1);
+    const bool want_present_v = ctx.output_count() > 2 && ctx.output_requested(2);
+    std::vector<float> k_buffer, v_buffer, present_k_f, present_v_f;
+    // Builds [batch, heads, total, width] from the past rows and the new ones
+    // (bias added): in the present output when float and requested.
+    auto gather = [&](const HeadView<const float>& fresh, const float* fresh_bias, const Tensor* past, bool want_present, int out_index,
+                      int64_t width, std::vector<float>& local, std::vector<float>& present_float) -> HeadView<const float> {
+      const bool needed = fresh_bias != nullptr || past_len > 0 || want_present;
+      if (!needed) return fresh;
+      float* dst = nullptr;
+      if (want_present && dtype == DataType::kFloat) {
+        dst = ctx.allocate_output(out_index, dtype, {batch, heads, total, width}).data<float>();
+      } else {
+        std::vector<float>& storage = want_present ? present_float : local;
+        storage.resize(static_cast<size_t>(batch * heads * total * width));
+        dst = storage.data();
       }
+      const auto view = attention::contiguous_heads(dst, heads, total, width);
+      if (past_len > 0) {
+        std::vector<float> converted;
+        const float* pp = floats_of(past, converted);
+        attention::copy_heads(attention::contiguous_heads(pp, heads, past_len, width), nullptr, batch, heads, past_len, width, view, 0);
+      }
+      attention::copy_heads(fresh, fresh_bias, batch, heads, kv_len, width, view, past_len);
+      return {view.data, view.batch_stride, view.head_stride, view.row_stride};
+    };
+    k_view = gather(k_view, kv_bias ? pb + hidden : nullptr, past_key, want_present_k, 1, head, k_buffer, present_k_f);
+    v_view = gather(v_view, kv_bias ? pb + 2 * hidden : nullptr, past_value, want_present_v, 2, v_head, v_buffer, present_v_f);
+    if (!present_k_f.empty()) {
+      write_floats(ctx.allocate_output(1, dtype, {batch, heads, total, head}), present_k_f.data(), static_cast<int64_t>(present_k_f.size()));
+    }
+    if (!present_v_f.empty()) {
+      write_floats(ctx.allocate_output(2, dtype, {batch, heads, total, v_head}), present_v_f.data(), static_cast<int64_t>(present_v_f.size()));
     }
 
     Tensor& y = ctx.allocate_output(0, dtype, {batch, q_len, v_hidden});
-    if (ctx.output_count() > 1 && ctx.output_requested(1)) {
-      write_floats(ctx.allocate_output(1, dtype, {batch, heads, total, head}), k.data(), static_cast<int64_t>(k.size()));
-    }
-    if (ctx.output_count() > 2 && ctx.output_requested(2)) {
-      write_floats(ctx.allocate_output(2, dtype, {batch, heads, total, v_head}), v.data(), static_cast<int64_t>(v.size()));
+    std::vector<float> out_f;
+    float* py = nullptr;
+    if (dtype == DataType::kFloat) {
+      py = y.data<float>();
+    } else {
+      out_f.resize(static_cast<size_t>(batch * q_len * v_hidden));
+      py = out_f.data();
     }
     const bool want_qk = ctx.output_count() > 3 && ctx.output_requested(3);
     std::vector<float> qk(want_qk ? static_cast<size_t>(batch * heads * q_len * total) : 0);
-    std::vector<float> out(static_cast<size_t>(batch * q_len * v_hidden));
-    const std::vector<float> abf = attn_bias ? read_floats(*attn_bias) : std::vector<float>();
+    std::vector<float> abf;
+    const float* pab = floats_of(attn_bias, abf);
+    const int64_t ab_batch = attn_bias && attn_bias->dim(0) != 1 ? attn_bias->dim(1) * q_len * total : 0;
+    const int64_t ab_head = attn_bias && attn_bias->dim(1) != 1 ? q_len * total : 0;
     const int32_t* pm = mask ? mask->data<int32_t>() : nullptr;
-    const float scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(head));
     const float lowest = std::numeric_limits<float>::lowest();
+    const float filter = mask_filter_value_;
 
-    // Per (batch, head): scores = scale * Q K^T and out = P V with the SGEMM
-    // (parallel over batch * heads, so each product runs single-threaded), the
-    // masks and bias applied per score row, and softmax with the vector exp.
-    parallel_for(ctx.thread_pool(), batch * heads, static_cast<double>(q_len * total * (head + v_head)), [&](int64_t begin, int64_t end) {
-      std::vector<float> scores(static_cast<size_t>(q_len * total));
-      for (int64_t bn = begin; bn < end; ++bn) {
-        const int64_t b = bn / heads, n = bn % heads;
-        const float* kb = k.data() + bn * total * head;
-        const float* vb = v.data() + bn * total * v_head;
-        const float* ab = abf.empty() ? nullptr
-                                      : abf.data() + ((attn_bias->dim(0) == 1 ? 0 : b) * attn_bias->dim(1) + (attn_bias->dim(1) == 1 ? 0 : n)) *
-                                                         q_len * total;
-        sgemm(false, true, q_len, total, head, scale, q.data() + bn * q_len * head, head, kb, head, 0.0f, scores.data(), total, nullptr);
-        for (int64_t i = 0; i < q_len; ++i) {
-          float* row = scores.data() + i * total;
-          switch (mask_kind) {
-            case MaskKind::kNone: break;
-            case MaskKind::kLengths:
-              for (int64_t j = std::max<int64_t>(0, pm[b]); j < total; ++j) row[j] += mask_filter_value_;
-              break;
-            case MaskKind::kKeys:
-              for (int64_t j = 0; j < total; ++j) row[j] += pm[b * total + j] == 0 ? mask_filter_value_ : 0.0f;
-              break;
-            case MaskKind::kQueryKeys:
-              for (int64_t j = 0; j < total; ++j) row[j] += pm[(b * q_len + i) * total + j] == 0 ? mask_filter_value_ : 0.0f;
-              break;
+    attention::ScaledDotProduct sdp;
+    sdp.batch = batch;
+    sdp.heads = heads;
+    sdp.q_len = q_len;
+    sdp.kv_len = total;
+    sdp.head_size = head;
+    sdp.v_head_size = v_head;
+    sdp.scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(head));
+    sdp.q = q_view;
+    sdp.k = k_view;
+    sdp.v = v_view;
+    sdp.out = attention::interleaved_heads(py, heads, q_len, v_head);
+    sdp.scores_out = want_qk ? qk.data() : nullptr;
+    if (mask_kind != MaskKind::kNone || pab != nullptr || unidirectional_) {
+      sdp.adjust_row = [&](int64_t b, int64_t n, int64_t i, float* row) {
+        switch (mask_kind) {
+          case MaskKind::kNone: break;
+          case MaskKind::kLengths:
+            for (int64_t j = std::max<int64_t>(0, pm[b]); j < total; ++j) row[j] += filter;
+            break;
+          case MaskKind::kKeys: {
+            const int32_t* mr = pm + b * total;
+            for (int64_t j = 0; j < total; ++j) row[j] += mr[j] == 0 ? filter : 0.0f;
+            break;
           }
-          if (ab != nullptr) {
-            const float* abi = ab + i * total;
-            for (int64_t j = 0; j < total; ++j) row[j] += abi[j];
+          case MaskKind::kQueryKeys: {
+            const int32_t* mr = pm + (b * q_len + i) * total;
+            for (int64_t j = 0; j < total; ++j) row[j] += mr[j] == 0 ? filter : 0.0f;
+            break;
           }
-          // Causal: onnxruntime leaves the last query row unmasked (it only
-          // matters when kv_sequence differs from sequence).
-          if (unidirectional_ && i < q_len - 1) {
-            for (int64_t j = std::max<int64_t>(0, past_len + i + 1); j < total; ++j) row[j] = lowest;
-          }
-          if (want_qk) std::copy(row, row + total, qk.begin() + (bn * q_len + i) * total);
-          const float peak = max_array(row, total);
-          const float sum = fast_exp_shifted_sum(row, peak, row, total);
-          scale_array(row, 1.0f / sum, total);
         }
-        sgemm(false, false, q_len, v_head, total, 1.0f, scores.data(), total, vb, v_head, 0.0f,
-              out.data() + b * q_len * v_hidden + n * v_head, v_hidden, nullptr);
-      }
-    });
-    write_floats(y, out.data(), static_cast<int64_t>(out.size()));
+        if (pab != nullptr) {
+          const float* abi = pab + b * ab_batch + n * ab_head + i * total;
+          for (int64_t j = 0; j < total; ++j) row[j] += abi[j];
+        }
+        // Causal: onnxruntime leaves the last query row unmasked (it only
+        // matters when kv_sequence differs from sequence).
+        if (unidirectional_ && i < q_len - 1) std::fill(row + std::min(total, past_len + i + 1), row + total, lowest);
+      };
+    }
+    attention::run_scaled_dot_product(sdp, ctx.thread_pool());
+    if (!out_f.empty()) write_floats(y, out_f.data(), static_cast<int64_t>(out_f.size()));
     if (want_qk) write_floats(ctx.allocate_output(3, dtype, {batch, heads, q_len, total}), qk.data(), static_cast<int64_t>(qk.size()));
     return Status::ok();
   }
