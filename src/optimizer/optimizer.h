@@ -28,9 +28,6 @@ struct OptimizerOptions {
   // The session's providers; fusions into com.microsoft ops only apply when
   // every provider listed is the CPU one (or none is listed).
   std::vector<std::string> provider_names;
-  // Channel block of the layout level's NCHWc rewrite; 0 picks it from the
-  // CPU (16 with AVX-512F, 8 with AVX2 and FMA, none otherwise).
-  int nchwc_block_size = 0;
   // Same meaning as graph::InferenceOptions: initializers listed as graph
   // inputs (IR version < 4) are constants all the same.
   bool initializers_in_inputs_are_constant = false;

@@ -11,6 +11,7 @@
 #include "model_builder.h"
 #include "onyx/session.h"
 #include "optimizer_test_util.h"
+#include "providers/cpu/nchwc/nchwc.h"
 
 namespace onyx::testing {
 namespace {
@@ -271,6 +272,32 @@ TEST(OptimizerConvFolding, KeepsAddThatBroadcastsAlongWidth) {
 
 // ---- MatMul + Add -> Gemm ----------------------------------------------------
 
+TEST(OptimizerConvFolding, FoldsPerChannelMulAndAddIntoBatchNormalization) {
+  ModelBuilder b(15);
+  b.input("x", {1, 4, 5, 5}).output("y");
+  b.initializer("scale", {4}, random_values(4, 30, 0.5f, 1.5f)).initializer("shift", {4}, random_values(4, 31));
+  b.initializer("mean", {4}, random_values(4, 32)).initializer("var", {4}, random_values(4, 33, 0.5f, 2.0f));
+  b.initializer("m", {4, 1, 1}, random_values(4, 34)).initializer("a", {1, 4, 1, 1}, random_values(4, 35));
+  b.node("BatchNormalization", {"x", "scale", "shift", "mean", "var"}, {"bn"});
+  b.node("Mul", {"bn", "m"}, {"bm"}).node("Add", {"a", "bm"}, {"ba"}).node("Relu", {"ba"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({1, 4, 5, 5}, 36)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(r.after->nodes.size(), 2u);
+  EXPECT_EQ(count_ops(*r.after, "BatchNormalization"), 1);
+}
+
+TEST(OptimizerConvFolding, KeepsMulThatVariesAlongWidthAfterBatchNormalization) {
+  ModelBuilder b(15);
+  b.input("x", {1, 4, 5, 5}).output("y");
+  b.initializer("scale", {4}, random_values(4, 40, 0.5f, 1.5f)).initializer("shift", {4}, random_values(4, 41));
+  b.initializer("mean", {4}, random_values(4, 42)).initializer("var", {4}, random_values(4, 43, 0.5f, 2.0f));
+  b.initializer("m", {1, 1, 5}, random_values(5, 44));
+  b.node("BatchNormalization", {"x", "scale", "shift", "mean", "var"}, {"bn"}).node("Mul", {"bn", "m"}, {"y"});
+  auto r = optimize_and_compare(b, {random_tensor({1, 4, 5, 5}, 45)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "Mul"), 1);
+}
+
 TEST(OptimizerGemm, FusesTwoDimensionalMatMulAdd) {
   ModelBuilder b(13);
   b.input("x", {3, 4}).output("y");
@@ -326,6 +353,68 @@ TEST(OptimizerActivationFusion, KeepsReluWhenConvOutputIsAlsoUsed) {
   auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 66)});
   ASSERT_TRUE(r.after);
   EXPECT_EQ(count_ops(*r.after, "Relu"), 1);
+}
+
+// ---- layout: NCHWc --------------------------------------------------------------
+
+void add_conv_named(ModelBuilder& b, const std::string& x, const std::string& y, int64_t in, int64_t out, int64_t k,
+                    uint32_t seed) {
+  const std::string w = y + "_W", bias = y + "_B";
+  b.initializer(w, {out, in, k, k}, random_values(static_cast<size_t>(out * in * k * k), seed, -0.3f, 0.3f));
+  b.initializer(bias, {out}, random_values(static_cast<size_t>(out), seed + 1));
+  b.node("Conv", {x, w, bias}, {y}, y);
+  const int64_t p = k / 2;
+  attrs(b, {ints_attr("pads", {p, p, p, p})});
+}
+
+TEST(OptimizerLayout, BlocksConvChainWithBatchNormAndRelu) {
+  if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";
+  ModelBuilder b(15);
+  b.input("x", {1, 16, 9, 7}).output("y");
+  add_conv_named(b, "x", "c1", 16, 32, 3, 200);
+  b.initializer("scale", {32}, random_values(32, 202, 0.5f, 1.5f)).initializer("shift", {32}, random_values(32, 203));
+  b.initializer("mean", {32}, random_values(32, 204)).initializer("var", {32}, random_values(32, 205, 0.5f, 2.0f));
+  // c1 also feeds a Concat, so the BatchNormalization cannot fold into it.
+  b.node("BatchNormalization", {"c1", "scale", "shift", "mean", "var"}, {"bn"}).node("Relu", {"bn"}, {"r"});
+  add_conv_named(b, "r", "c2", 32, 32, 1, 206);
+  b.node("Concat", {"c2", "c1"}, {"y"});
+  attrs(b, {int_attr("axis", 1)});
+  auto r = optimize_and_compare(b, {random_tensor({1, 16, 9, 7}, 207)});
+  ASSERT_TRUE(r.after);
+  const std::string d = "com.microsoft.nchwc";
+  EXPECT_EQ(count_domain_op(*r.after, d, "Conv"), 3);  // two convs and the BatchNormalization
+  EXPECT_EQ(count_domain_op(*r.after, d, "ReorderInput"), 1);
+  EXPECT_EQ(count_domain_op(*r.after, d, "ReorderOutput"), 1);
+  EXPECT_EQ(count_ops(*r.after, "Relu"), 0);
+  EXPECT_EQ(count_ops(*r.after, "BatchNormalization"), 0);
+}
+
+TEST(OptimizerLayout, LeavesConvsWhoseChannelsDoNotBlock) {
+  if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";
+  ModelBuilder b(15);
+  b.input("x", {1, 16, 9, 7}).output("y").output("z");
+  add_conv_named(b, "x", "c1", 16, 20, 3, 210);  // 20 output channels: not a multiple of 8 or 16
+  add_conv_named(b, "c1", "y", 20, 32, 1, 212);  // 20 input channels: neither blocked nor below a block
+  b.initializer("wg", {32, 8, 3, 3}, random_values(32 * 8 * 9, 214, -0.3f, 0.3f));
+  b.node("Conv", {"x", "wg"}, {"z"}, "grouped");  // group 2: neither regular nor depthwise
+  attrs(b, {int_attr("group", 2)});
+  auto r = optimize_and_compare(b, {random_tensor({1, 16, 9, 7}, 215)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft.nchwc", "Conv"), 0);
+  EXPECT_EQ(count_ops(*r.after, "Conv"), 3);
+}
+
+TEST(OptimizerLayout, OffBelowTheLayoutLevel) {
+  if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";
+  ModelBuilder b(15);
+  b.input("x", {1, 16, 9, 7}).output("y");
+  add_conv_named(b, "x", "y", 16, 32, 3, 220);
+  auto extended = optimize_and_compare(b, {random_tensor({1, 16, 9, 7}, 221)}, GraphOptimizationLevel::kEnableExtended);
+  ASSERT_TRUE(extended.after);
+  EXPECT_EQ(count_domain_op(*extended.after, "com.microsoft.nchwc", "Conv"), 0);
+  auto layout = optimize_and_compare(b, {random_tensor({1, 16, 9, 7}, 221)}, GraphOptimizationLevel::kEnableLayout);
+  ASSERT_TRUE(layout.after);
+  EXPECT_EQ(count_domain_op(*layout.after, "com.microsoft.nchwc", "Conv"), 1);
 }
 
 // ---- extended: residual Add into the convolution ------------------------------

@@ -1,6 +1,9 @@
 // Conv followed by Add of a per-channel constant becomes Conv with that bias;
 // Conv followed by Mul of a per-channel constant scales its weights and bias.
-// "Per channel" means a constant of shape [C,1,...,1], [1,C,1,...,1] or one element.
+// BatchNormalization (inference) followed by either folds it into its own
+// scale and bias the same way (Caffe2 exports follow every BN with a Mul and
+// an Add). "Per channel" means a constant of shape [C,1,...,1],
+// [1,C,1,...,1] or one element.
 #include "optimizer/pass.h"
 
 namespace onyx::optimizer {
@@ -21,6 +24,45 @@ std::optional<std::vector<float>> per_channel(const Tensor& t, int64_t channels,
   return std::vector<float>(t.data<float>(), t.data<float>() + channels);
 }
 
+// y = BN(x) then y * c (or y + c): gamma and beta scale by c (beta moves by c).
+std::optional<Patch> fold_into_batchnorm(const PassContext& ctx, size_t op_index, size_t bn_index, int32_t other) {
+  const graph::Node& op = ctx.node(op_index);
+  const graph::Node& bn = ctx.node(bn_index);
+  if (bn.inputs.size() != 5 || bn.since_version < 6 || attribute_int(bn, "training_mode", 0) != 0) return std::nullopt;
+  for (size_t o = 1; o < bn.outputs.size(); ++o) {
+    if (bn.outputs[o] != graph::kNoValue) return std::nullopt;
+  }
+  const Tensor* c = ctx.constant(other);
+  const Tensor* gamma = ctx.constant(bn.inputs[1]);
+  const Tensor* beta = ctx.constant(bn.inputs[2]);
+  const graph::TypeAndShape& y = ctx.info(bn.outputs[0]);
+  if (c == nullptr || gamma == nullptr || beta == nullptr || !y.has_shape || y.shape.size() < 2) return std::nullopt;
+  if (gamma->dtype() != DataType::kFloat || beta->dtype() != DataType::kFloat || gamma->size() != beta->size()) {
+    return std::nullopt;
+  }
+  const int64_t channels = gamma->size();
+  auto values = per_channel(*c, channels, y.shape.size());
+  if (!values || ctx.elem_type(op.outputs[0]) != DataType::kFloat) return std::nullopt;
+  Tensor new_gamma(DataType::kFloat, {channels});
+  Tensor new_beta(DataType::kFloat, {channels});
+  const bool is_add = is_op(op, "Add");
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    const float v = (*values)[static_cast<size_t>(ch)];
+    new_gamma.data<float>()[ch] = gamma->data<float>()[ch] * (is_add ? 1.0f : v);
+    new_beta.data<float>()[ch] = is_add ? beta->data<float>()[ch] + v : beta->data<float>()[ch] * v;
+  }
+  Patch patch;
+  graph::Node fused = bn;
+  const std::string base = bn.name.empty() ? "bn" : bn.name;
+  fused.inputs[1] = patch.new_constant(base + (is_add ? "_scale_add" : "_scale_mul"), new_gamma);
+  fused.inputs[2] = patch.new_constant(base + (is_add ? "_B_add" : "_B_mul"), new_beta);
+  fused.outputs = {op.outputs[0]};
+  patch.remove(bn_index);
+  patch.remove(op_index);
+  patch.add_nodes.push_back(std::move(fused));
+  return patch;
+}
+
 class ConvAddMulFusion final : public Pass {
  public:
   std::string name() const override { return "conv_add_mul_fusion"; }
@@ -35,6 +77,12 @@ class ConvAddMulFusion final : public Pass {
       const int32_t conv_index = ctx.producer_index(x);
       if (conv_index < 0 || !ctx.only_used_by(x, index)) continue;
       const graph::Node& conv = ctx.node(static_cast<size_t>(conv_index));
+      if (is_op(conv, "BatchNormalization")) {
+        if (std::optional<Patch> patch = fold_into_batchnorm(ctx, index, static_cast<size_t>(conv_index), other)) {
+          return patch;
+        }
+        continue;
+      }
       if (!is_op(conv, "Conv") || conv.inputs.size() < 2 || conv.outputs.size() != 1) continue;
       const Tensor* w = ctx.constant(conv.inputs[1]);
       const Tensor* c = ctx.constant(other);

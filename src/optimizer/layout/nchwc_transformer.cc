@@ -12,27 +12,22 @@
 //    (group == I == O). The weight is reordered here, once: OIHWBiBo
 //    ([O/B][I/B][kh][kw][bi][bo]) for the regular case, OIHWBo otherwise.
 //  - MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool on a blocked input.
+//  - BatchNormalization of a blocked input, as a 1x1 depthwise Conv (with a
+//    following Relu as its activation).
 //  - Element-wise ops whose tensor inputs are all blocked with one shape (or
 //    scalar constants), and Concat along channels: they compute the same thing
 //    on either layout, so they stay ONNX ops reading blocked data.
+#include <cmath>
 #include <unordered_map>
 
 #include "optimizer/pass.h"
+#include "providers/cpu/nchwc/nchwc.h"
 #include "providers/kernel.h"
 
 namespace onyx::optimizer {
 namespace {
 
 constexpr const char* kDomain = "com.microsoft.nchwc";
-
-int detected_block_size() {
-#if defined(__x86_64__) || defined(_M_X64)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return 16;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 8;
-#endif
-  return 0;
-}
 
 bool same_dims(const graph::TypeAndShape& a, const graph::TypeAndShape& b) {
   if (!a.has_shape || !b.has_shape || a.shape.size() != b.shape.size()) return false;
@@ -98,7 +93,8 @@ class NchwcTransformer final : public Pass {
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     // The whole graph is rewritten as one patch, from its first node.
     if (index != 0 || !ctx.cpu_only()) return std::nullopt;
-    const int block = ctx.options().nchwc_block_size > 0 ? ctx.options().nchwc_block_size : detected_block_size();
+    // The kernels' block size: 16 with AVX-512F, 8 with AVX2, else no layout.
+    const int block = cpu::nchwc_block_size();
     if (block <= 1 || !cpu_kernel_registry().has_op(kDomain, "Conv")) return std::nullopt;
     Rewrite r(ctx, block);
     return r.run();
@@ -113,8 +109,11 @@ class NchwcTransformer final : public Pass {
       const size_t count = ctx_.node_count();
       converted_.assign(count, 0);
       for (size_t n = 0; n < count; ++n) {
+        if (converted_[n]) continue;  // an activation a rewrite took in
         const graph::Node& node = ctx_.node(n);
-        if (try_conv(n, node) || try_pool(n, node) || try_elementwise(n, node)) converted_[n] = 1;
+        if (try_conv(n, node) || try_batchnorm(n, node) || try_pool(n, node) || try_elementwise(n, node)) {
+          converted_[n] = 1;
+        }
       }
       if (!any_conv_) return std::nullopt;
       // Blocked values still read by an NCHW op (or a graph output) get their
@@ -205,6 +204,52 @@ class NchwcTransformer final : public Pass {
       }
       emit(n, std::move(conv));
       any_conv_ = true;
+      return true;
+    }
+
+    // BatchNormalization (inference) of a blocked tensor: a per-channel
+    // scale and shift, i.e. a 1x1 depthwise convolution, which also takes in a
+    // Relu that follows (DenseNet's pre-activation).
+    bool try_batchnorm(size_t n, const graph::Node& node) {
+      if (!is_op(node, "BatchNormalization") || node.inputs.size() != 5 || node.since_version < 6) return false;
+      if (attribute_int(node, "training_mode", 0) != 0 || !blocked_.count(node.inputs[0])) return false;
+      for (size_t o = 1; o < node.outputs.size(); ++o) {
+        if (node.outputs[o] != graph::kNoValue) return false;
+      }
+      const int32_t y = node.outputs[0];
+      if (!has_channels_multiple_of_block(y)) return false;
+      const int64_t channels = ctx_.info(y).shape[1].value;
+      const Tensor* p[4];
+      for (size_t i = 0; i < 4; ++i) {
+        p[i] = ctx_.constant(node.inputs[i + 1]);
+        if (p[i] == nullptr || p[i]->dtype() != DataType::kFloat || p[i]->size() != channels) return false;
+      }
+      const float epsilon = attribute_float(node, "epsilon", 1e-5f);
+      Tensor w(DataType::kFloat, {channels, 1, 1, 1});
+      Tensor b(DataType::kFloat, {channels});
+      for (int64_t c = 0; c < channels; ++c) {
+        const float scale = p[0]->data<float>()[c] / std::sqrt(p[3]->data<float>()[c] + epsilon);
+        w.data<float>()[c] = scale;
+        b.data<float>()[c] = p[1]->data<float>()[c] - p[2]->data<float>()[c] * scale;
+      }
+      const std::string base = node.name.empty() ? name_of(y) : node.name;
+      graph::Node conv = make_node("Conv", kDomain, 1,
+                                   {blocked_.at(node.inputs[0]), patch_.new_constant(base + "_OIHWBo", reorder_weight(w, block_, false)),
+                                    patch_.new_constant(base + "_B", b)},
+                                   {y}, base);
+      conv.attributes["group"] = graph::Attribute::make_int("group", channels);
+      conv.attributes["kernel_shape"] = graph::Attribute::make_ints("kernel_shape", {1, 1});
+      const auto& users = ctx_.consumers(y);
+      if (users.size() == 1 && !ctx_.is_pinned(y)) {
+        const graph::Node& act = ctx_.node(users[0]);
+        if (is_op(act, "Relu") && act.outputs.size() == 1 && act.inputs[0] == y) {
+          conv.attributes["activation"] = graph::Attribute::make_string("activation", "Relu");
+          conv.outputs = {act.outputs[0]};
+          patch_.remove(users[0]);
+          converted_[users[0]] = 1;
+        }
+      }
+      emit(n, std::move(conv));
       return true;
     }
 

@@ -1,0 +1,143 @@
+"""The convolution fusions and the layout level (NCHWc) on small CNNs: the
+optimized model computes what the original does, in onyx and, saved, in
+onnxruntime (which runs com.microsoft.nchwc ops too)."""
+import collections
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onyx
+
+ort = pytest.importorskip("onnxruntime")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ZOO_RESNET50 = os.path.join(HERE, "..", "..", "bench", "zoo", "models", "resnet50.onnx")
+
+
+def small_cnn(channels=32):
+    """A ResNet-like block chain: a 3-channel stem (NCHW-input conv), max pool,
+    a bottleneck with a residual Add + Relu, a depthwise conv, a strided 1x1
+    conv, a Concat along channels, global pooling and a classifier."""
+    rng = np.random.default_rng(7)
+    c = channels
+    inits = []
+
+    def weight(name, shape, scale=0.2):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    nodes = [
+        helper.make_node("Conv", ["x", weight("w0", [c, 3, 3, 3]), weight("b0", [c])], ["c0"],
+                         pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["c0"], ["r0"]),
+        helper.make_node("MaxPool", ["r0"], ["p0"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Conv", ["p0", weight("w1", [c, c, 1, 1]), weight("b1", [c])], ["c1"]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", weight("w2", [c, c, 3, 3], 0.05), weight("b2", [c])], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c2", "p0"], ["s2"]),
+        helper.make_node("Relu", ["s2"], ["r2"]),
+        helper.make_node("Conv", ["r2", weight("w3", [c, 1, 3, 3]), weight("b3", [c])], ["c3"],
+                         pads=[1, 1, 1, 1], group=c),
+        helper.make_node("Clip", ["c3", "lo", "hi"], ["r3"]),
+        helper.make_node("Conv", ["r3", weight("w4", [2 * c, c, 1, 1]), weight("b4", [2 * c])], ["c4"], strides=[2, 2]),
+        helper.make_node("AveragePool", ["r2"], ["a2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Concat", ["c4", "a2"], ["cat"], axis=1),
+        helper.make_node("Sigmoid", ["cat"], ["sg"]),
+        helper.make_node("GlobalAveragePool", ["sg"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", weight("wf", [10, 3 * c]), weight("bf", [10])], ["y"], transB=1),
+    ]
+    inits.append(numpy_helper.from_array(np.array(0.0, np.float32), "lo"))
+    inits.append(numpy_helper.from_array(np.array(6.0, np.float32), "hi"))
+    graph = helper.make_graph(nodes, "small_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 33, 29])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 10]),
+                               helper.make_tensor_value_info("r2", TensorProto.FLOAT, None)],
+                              inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def cpu_has_blocked_layout():
+    """The layout level blocks channels on x86-64 CPUs with AVX-512F or AVX2+FMA."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx512f" in flags or ("avx2" in flags and "fma" in flags)
+
+
+def ort_disabled():
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return options
+
+
+def save_optimized(model_path, saved, level):
+    options = onyx.SessionOptions()
+    options.graph_optimization_level = level
+    options.optimized_model_filepath = saved
+    return onyx.InferenceSession(model_path, options)
+
+
+def domains(path):
+    return collections.Counter((n.domain, n.op_type) for n in onnx.load(path).graph.node)
+
+
+@pytest.mark.parametrize("level", ["ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL"])
+def test_small_cnn_optimized_matches_in_both_runtimes(tmp_path, level):
+    path = str(tmp_path / "cnn.onnx")
+    onnx.save(small_cnn(), path)
+    x = np.random.default_rng(1).standard_normal((2, 3, 33, 29)).astype(np.float32)
+    expected = ort.InferenceSession(path, ort_disabled()).run(None, {"x": x})
+
+    saved = str(tmp_path / "optimized.onnx")
+    optimized = save_optimized(path, saved, getattr(onyx.GraphOptimizationLevel, level))
+    ops = domains(saved)
+    # The residual Add and its Relu went into the convolution.
+    assert ops[("", "Add")] == 0
+    if level == "ORT_ENABLE_ALL" and cpu_has_blocked_layout():
+        # Every conv, both pools and the element-wise ops between them run blocked.
+        assert ops[("com.microsoft.nchwc", "Conv")] == 5
+        assert ops[("com.microsoft.nchwc", "MaxPool")] == 1
+        assert ops[("com.microsoft.nchwc", "AveragePool")] == 1
+        assert ops[("com.microsoft.nchwc", "GlobalAveragePool")] == 1
+        # r2 is a graph output, and global pooling's result feeds Flatten.
+        assert ops[("com.microsoft.nchwc", "ReorderOutput")] == 2
+        assert ops[("com.microsoft.nchwc", "ReorderInput")] == 0
+
+    for got in (optimized.run(None, {"x": x}),
+                ort.InferenceSession(saved, ort_disabled()).run(None, {"x": x}),
+                onyx.InferenceSession(saved).run(None, {"x": x})):
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4)
+
+
+def test_layout_leaves_convs_it_cannot_block(tmp_path):
+    """Output channels that are not a multiple of the block stay NCHW."""
+    model = small_cnn(channels=12)
+    path = str(tmp_path / "cnn12.onnx")
+    onnx.save(model, path)
+    saved = str(tmp_path / "optimized.onnx")
+    session = save_optimized(path, saved, onyx.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    ops = domains(saved)
+    assert ops[("com.microsoft.nchwc", "Conv")] == 0
+    x = np.random.default_rng(2).standard_normal((2, 3, 33, 29)).astype(np.float32)
+    expected = ort.InferenceSession(path, ort_disabled()).run(None, {"x": x})
+    for g, e in zip(session.run(None, {"x": x}), expected):
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4)
+
+
+def test_zoo_resnet50_at_every_level(tmp_path):
+    if not os.path.exists(ZOO_RESNET50):
+        pytest.skip("bench/zoo/models/resnet50.onnx is absent (python3 bench/zoo/make_zoo.py builds it)")
+    feeds = dict(np.load(ZOO_RESNET50.replace(".onnx", ".inputs.npz")))
+    expected = ort.InferenceSession(ZOO_RESNET50, ort_disabled()).run(None, feeds)[0]
+    for level in ("ORT_DISABLE_ALL", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL"):
+        saved = str(tmp_path / f"{level}.onnx")
+        got = save_optimized(ZOO_RESNET50, saved, getattr(onyx.GraphOptimizationLevel, level)).run(None, feeds)[0]
+        np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(ort.InferenceSession(saved, ort_disabled()).run(None, feeds)[0], expected,
+                                   rtol=1e-3, atol=1e-3)
