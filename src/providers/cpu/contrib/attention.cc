@@ -49,7 +49,6 @@ class AttentionKernel final : public Kernel {
     const Tensor* mask = in(3);
     const Tensor* past = in(4);
     const Tensor* attn_bias = in(5);
-    if (in(6) != nullptr) return not_implemented(ctx.label(), ": input past_sequence_length (shared past/present buffers) is not supported");
     if (input == nullptr || input->rank() != 3 || input->dtype() != DataType::kFloat) {
       return invalid_argument(ctx.label(), ": input is ", input ? input->describe() : std::string("missing"),
                               ", expected float[batch, sequence, input_hidden]");
