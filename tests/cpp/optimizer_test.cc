@@ -435,11 +435,11 @@ TEST(OptimizerConvResidualFusion, FusesAddAndThenRelu) {
   EXPECT_EQ(fused.attribute("activation")->s, "Relu");
 }
 
-TEST(OptimizerConvResidualFusion, FusesWithoutBiasOrActivation) {
+TEST(OptimizerConvResidualFusion, FusesTwoInputSumWithoutBiasOrActivation) {
   ModelBuilder b(13);
   b.input("x", {1, 3, 5, 5}).input("r", {1, 4, 5, 5}).output("y");
   add_conv(b, 3, 4, false, 73);
-  b.node("Add", {"conv", "r"}, {"y"});
+  b.node("Sum", {"conv", "r"}, {"y"});
   auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 74), random_tensor({1, 4, 5, 5}, 75)});
   ASSERT_TRUE(r.after);
   ASSERT_EQ(r.after->nodes.size(), 1u);

@@ -1,4 +1,4 @@
-// Conv followed by Add of another tensor of the same shape (the residual
+// Conv followed by Add (or a two-input Sum) of another tensor of the same shape (the residual
 // connection of ResNet-style blocks) becomes com.microsoft FusedConv with that
 // tensor as its 4th input Z: the sum is done in the convolution's write-back
 // instead of a pass of its own over memory. activation_fusion then folds a
@@ -23,7 +23,11 @@ class ConvResidualFusion final : public Pass {
 
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& add = ctx.node(index);
-    if (!ctx.cpu_only() || !is_op(add, "Add") || add.inputs.size() != 2 || add.outputs.size() != 1) return std::nullopt;
+    // Caffe2 exports write the residual sum as a two-input Sum.
+    if (!ctx.cpu_only() || (!is_op(add, "Add") && !is_op(add, "Sum")) || add.inputs.size() != 2 ||
+        add.outputs.size() != 1) {
+      return std::nullopt;
+    }
     if (!cpu_kernel_registry().has_op("com.microsoft", "FusedConv")) return std::nullopt;
     if (add.inputs[0] == add.inputs[1]) return std::nullopt;
     for (int side = 0; side < 2; ++side) {
