@@ -54,6 +54,10 @@ void copy_heads(const HeadView<const float>& src, const float* bias, int64_t bat
       const float* s = src.at(b, n);
       float* d = dst.at(b, n) + row_offset * dst.row_stride;
       const float* bn = bias ? bias + n * width : nullptr;
+      if (bn == nullptr && src.row_stride == width && dst.row_stride == width) {
+        std::copy_n(s, rows * width, d);  // a whole head at once (past keys and values)
+        continue;
+      }
       for (int64_t r = 0; r < rows; ++r, s += src.row_stride, d += dst.row_stride) {
         if (bn) {
           for (int64_t h = 0; h < width; ++h) d[h] = s[h] + bn[h];
