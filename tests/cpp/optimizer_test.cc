@@ -389,19 +389,46 @@ TEST(OptimizerLayout, BlocksConvChainWithBatchNormAndRelu) {
   EXPECT_EQ(count_ops(*r.after, "BatchNormalization"), 0);
 }
 
-TEST(OptimizerLayout, LeavesConvsWhoseChannelsDoNotBlock) {
+TEST(OptimizerLayout, PadsChannelsThatDoNotFillABlock) {
   if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";
   ModelBuilder b(15);
-  b.input("x", {1, 16, 9, 7}).output("y").output("z");
-  add_conv_named(b, "x", "c1", 16, 20, 3, 210);  // 20 output channels: not a multiple of 8 or 16
-  add_conv_named(b, "c1", "y", 20, 32, 1, 212);  // 20 input channels: neither blocked nor below a block
+  b.input("x", {1, 12, 9, 7}).input("r", {1, 24, 9, 7}).output("y");
+  add_conv_named(b, "x", "c1", 12, 24, 3, 210);  // 12 in, 24 out: padded (with AVX-512: both)
+  b.node("Add", {"c1", "r"}, {"s"});              // the residual is reordered and padded too
+  add_conv_named(b, "s", "c2", 24, 24, 1, 212);
+  b.initializer("dw", {24, 1, 3, 3}, random_values(24 * 9, 214, -0.3f, 0.3f));
+  b.node("Conv", {"c2", "dw"}, {"y"}, "depthwise");
+  attrs(b, {int_attr("group", 24), ints_attr("pads", {1, 1, 1, 1})});
+  auto r = optimize_and_compare(b, {random_tensor({1, 12, 9, 7}, 215), random_tensor({1, 24, 9, 7}, 216)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft.nchwc", "Conv"), 3);
+  // x's 12 channels: below a block of 16 (read as NCHW), or padded to 16 with blocks of 8.
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft.nchwc", "ReorderInput"), cpu::nchwc_block_size() == 16 ? 1 : 2);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft.nchwc", "ReorderOutput"), 1);
+}
+
+TEST(OptimizerLayout, LeavesConvsThatWouldMostlyComputePadding) {
+  if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";
+  ModelBuilder b(15);
+  b.input("x", {1, 3, 5, 5}).output("y");
+  add_conv_named(b, "x", "y", 3, 4, 3, 218);  // 4 output channels would become 8 or 16
+  auto r = optimize_and_compare(b, {random_tensor({1, 3, 5, 5}, 219)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft.nchwc", "Conv"), 0);
+}
+
+TEST(OptimizerLayout, LeavesGroupedAndNonConstantWeightConvs) {
+  if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";
+  ModelBuilder b(15);
+  b.input("x", {1, 16, 9, 7}).input("w", {32, 16, 1, 1}).output("y").output("z");
   b.initializer("wg", {32, 8, 3, 3}, random_values(32 * 8 * 9, 214, -0.3f, 0.3f));
   b.node("Conv", {"x", "wg"}, {"z"}, "grouped");  // group 2: neither regular nor depthwise
   attrs(b, {int_attr("group", 2)});
-  auto r = optimize_and_compare(b, {random_tensor({1, 16, 9, 7}, 215)});
+  b.node("Conv", {"x", "w"}, {"y"}, "runtime_weight");
+  auto r = optimize_and_compare(b, {random_tensor({1, 16, 9, 7}, 215), random_tensor({32, 16, 1, 1}, 217)});
   ASSERT_TRUE(r.after);
   EXPECT_EQ(count_domain_op(*r.after, "com.microsoft.nchwc", "Conv"), 0);
-  EXPECT_EQ(count_ops(*r.after, "Conv"), 3);
+  EXPECT_EQ(count_ops(*r.after, "Conv"), 2);
 }
 
 TEST(OptimizerLayout, OffBelowTheLayoutLevel) {

@@ -7,16 +7,22 @@
 // size. Reorders are added only where the chain meets an op that needs NCHW.
 //
 // What joins a chain (its input already blocked, or reordered once):
-//  - Conv / FusedConv with O % B == 0 and either group 1 with I % B == 0, group
-//    1 with I < B (the first layer: it reads plain NCHW X), or depthwise
-//    (group == I == O). The weight is reordered here, once: OIHWBiBo
+//  - Conv / FusedConv with group 1 (regular; or, when X is not blocked and
+//    I < B, the first layer, which reads plain NCHW X) or depthwise (group ==
+//    I == O). The weight is reordered here, once: OIHWBiBo
 //    ([O/B][I/B][kh][kw][bi][bo]) for the regular case, OIHWBo otherwise.
+//    Channel counts that are not a multiple of B are padded to one (when
+//    that adds at most half again to the work): the
+//    weights and bias get zeros there, the blocked tensor's logical shape has
+//    the padded count Cp, and ReorderOutput's `channels` drops the padding.
 //  - MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool on a blocked input.
 //  - BatchNormalization of a blocked input, as a 1x1 depthwise Conv (with a
 //    following Relu as its activation).
 //  - Element-wise ops whose tensor inputs are all blocked with one shape (or
-//    scalar constants), and Concat along channels: they compute the same thing
-//    on either layout, so they stay ONNX ops reading blocked data.
+//    scalar constants), and Concat along channels of unpadded inputs: they
+//    compute the same thing on either layout, so they stay ONNX ops reading
+//    blocked data.
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
@@ -59,30 +65,36 @@ bool is_binary_elementwise(const graph::Node& n) {
   return false;
 }
 
-// Reorders a float weight [O, I, kh, kw] into O/B blocks of B output channels
-// (innermost), with the I input channels in blocks of B as well when
-// `block_inputs` (OIHWBiBo) or one by one (OIHWBo).
-Tensor reorder_weight(const Tensor& w, int64_t block, bool block_inputs) {
-  const int64_t o = w.dim(0), i = w.dim(1), kh = w.dim(2), kw = w.dim(3);
-  const int64_t spatial = kh * kw;
-  Tensor out(DataType::kFloat, w.shape());
+int64_t round_up(int64_t v, int64_t block) { return (v + block - 1) / block * block; }
+
+// Reorders a float weight [O, I, kh, kw] into Op/B blocks of B output channels
+// (innermost), with the input channels in Ip/B blocks of B as well when
+// `block_inputs` (OIHWBiBo) or one by one (OIHWBo). Padded channels are zero.
+Tensor reorder_weight(const Tensor& w, int64_t block, bool block_inputs, int64_t o_padded, int64_t i_padded) {
+  const int64_t o = w.dim(0), i = w.dim(1), spatial = w.dim(2) * w.dim(3);
+  Tensor out(DataType::kFloat, {o_padded, i_padded, w.dim(2), w.dim(3)});
+  std::fill(out.data<float>(), out.data<float>() + out.size(), 0.0f);
   const float* src = w.data<float>();
   float* dst = out.data<float>();
-  for (int64_t ob = 0; ob < o / block; ++ob) {
+  const int64_t inner = block_inputs ? block : 1;
+  const int64_t in_blocks = block_inputs ? i_padded / block : i_padded;
+  for (int64_t oc = 0; oc < o; ++oc) {
+    const int64_t ob = oc / block, bo = oc % block;
     for (int64_t ic = 0; ic < i; ++ic) {
       const int64_t ib = block_inputs ? ic / block : ic;
       const int64_t bi = block_inputs ? ic % block : 0;
-      const int64_t inner = block_inputs ? block : 1;
-      const int64_t in_blocks = block_inputs ? i / block : i;
       for (int64_t s = 0; s < spatial; ++s) {
-        for (int64_t bo = 0; bo < block; ++bo) {
-          const int64_t oc = ob * block + bo;
-          const int64_t to = (((ob * in_blocks + ib) * spatial + s) * inner + bi) * block + bo;
-          dst[to] = src[(oc * i + ic) * spatial + s];
-        }
+        dst[(((ob * in_blocks + ib) * spatial + s) * inner + bi) * block + bo] = src[(oc * i + ic) * spatial + s];
       }
     }
   }
+  return out;
+}
+
+// A per-channel float vector padded with zeros to `padded`.
+Tensor pad_vector(const float* v, int64_t count, int64_t padded) {
+  Tensor out(DataType::kFloat, {padded});
+  for (int64_t c = 0; c < padded; ++c) out.data<float>()[c] = c < count ? v[c] : 0.0f;
   return out;
 }
 
@@ -122,42 +134,58 @@ class NchwcTransformer final : public Pass {
         bool needed = ctx_.is_pinned(orig);
         for (size_t user : ctx_.consumers(orig)) needed = needed || !converted_[user];
         if (!needed) continue;
-        const graph::TypeAndShape& info = ctx_.info(orig);
-        graph::Node reorder = make_node("ReorderOutput", kDomain, 1, {blocked}, {orig}, "ReorderOutput_" + name_of(orig));
-        reorder.attributes["channels"] = graph::Attribute::make_int("channels", info.shape[1].value);
+        graph::Node reorder = make_node("ReorderOutput", kDomain, 1, {blocked.id}, {orig}, "ReorderOutput_" + name_of(orig));
+        reorder.attributes["channels"] = graph::Attribute::make_int("channels", channels_of(orig));
         patch_.add_nodes.push_back(std::move(reorder));
       }
       return std::move(patch_);
     }
 
    private:
+    struct Blocked {
+      int32_t id;        // the blocked value (a patch value id)
+      int64_t channels;  // its channel count, padded to a multiple of the block
+    };
+
     std::string name_of(int32_t value) const { return ctx_.graph().value_name(value); }
 
-    bool has_channels_multiple_of_block(int32_t value) const {
+    // The known channel count of a float 4-D value, or -1.
+    int64_t channels_of(int32_t value) const {
       const graph::TypeAndShape& info = ctx_.info(value);
-      return info.has_shape && info.shape.size() == 4 && info.shape[1].is_known() && info.shape[1].value % block_ == 0 &&
-             info.type.elem_type == DataType::kFloat;
+      if (info.type.elem_type != DataType::kFloat || !info.has_shape || info.shape.size() != 4 ||
+          !info.shape[1].is_known()) {
+        return -1;
+      }
+      return info.shape[1].value;
+    }
+
+    graph::TypeAndShape padded_info(int32_t value, int64_t channels) const {
+      graph::TypeAndShape info = ctx_.info(value);
+      info.shape[1] = graph::Dim::known(channels);
+      return info;
     }
 
     // The blocked form of `value`: its blocked producer's output, or a
-    // ReorderInput added once.
-    int32_t blocked_input(int32_t value) {
+    // ReorderInput added once (which zero-fills the padded channels).
+    Blocked blocked_input(int32_t value) {
       auto it = blocked_.find(value);
       if (it != blocked_.end()) return it->second;
       auto r = reordered_.find(value);
       if (r != reordered_.end()) return r->second;
-      const int32_t out = patch_.new_value(name_of(value) + "_nchwc", ctx_.info(value));
+      const int64_t channels = round_up(channels_of(value), block_);
+      const int32_t out = patch_.new_value(name_of(value) + "_nchwc", padded_info(value, channels));
       patch_.add_nodes.push_back(make_node("ReorderInput", kDomain, 1, {value}, {out}, "ReorderInput_" + name_of(value)));
-      reordered_[value] = out;
-      return out;
+      reordered_[value] = Blocked{out, channels};
+      return reordered_[value];
     }
 
-    // Replaces node n by `node` (already rewired) whose single output becomes blocked.
-    void emit(size_t n, graph::Node node) {
+    // Replaces node n by `node` (already rewired) whose single output becomes
+    // blocked with `channels` (padded) channels.
+    void emit(size_t n, graph::Node node, int64_t channels) {
       const int32_t orig = node.outputs[0];
-      const int32_t out = patch_.new_value(name_of(orig) + "_nchwc", ctx_.info(orig));
+      const int32_t out = patch_.new_value(name_of(orig) + "_nchwc", padded_info(orig, channels));
       node.outputs = {out};
-      blocked_[orig] = out;
+      blocked_[orig] = Blocked{out, channels};
       patch_.remove(n);
       patch_.add_nodes.push_back(std::move(node));
     }
@@ -169,16 +197,15 @@ class NchwcTransformer final : public Pass {
       const int32_t y = node.outputs[0];
       const Tensor* w = ctx_.constant(node.inputs[1]);
       if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() != 4) return false;
-      if (ctx_.elem_type(x) != DataType::kFloat || !has_channels_multiple_of_block(y)) return false;
-      const graph::TypeAndShape& x_info = ctx_.info(x);
-      if (!x_info.has_shape || x_info.shape.size() != 4 || !x_info.shape[1].is_known()) return false;
+      const int64_t in_channels = channels_of(x);
+      const int64_t out_channels = w->dim(0), in_per_group = w->dim(1);
+      if (in_channels <= 0 || channels_of(y) != out_channels) return false;
       if (const graph::Attribute* ks = node.attribute("kernel_shape"); ks != nullptr && ks->ints.size() != 2) return false;
       const int64_t group = attribute_int(node, "group", 1);
-      const int64_t out_channels = w->dim(0), in_per_group = w->dim(1);
-      const int64_t in_channels = x_info.shape[1].value;
-      if (out_channels % block_ != 0 || in_channels != in_per_group * group) return false;
-      const bool regular = group == 1 && in_per_group % block_ == 0;
-      const bool nchw_input = group == 1 && in_per_group < block_;
+      if (in_channels != in_per_group * group) return false;
+      const bool x_blocked = blocked_.count(x) != 0;
+      const bool nchw_input = group == 1 && !x_blocked && in_per_group < block_;
+      const bool regular = group == 1 && !nchw_input;
       const bool depthwise = group > 1 && in_per_group == 1 && group == out_channels;
       if (!regular && !nchw_input && !depthwise) return false;
       if (fused) {
@@ -188,21 +215,60 @@ class NchwcTransformer final : public Pass {
         for (const char* a : kActivations) known = known || (act != nullptr && act->s == a);
         if (!known) return false;
       }
+      // Padding is worth it while it adds at most half again to the work
+      // (24 -> 32 channels, 1000 -> 1008), not for a handful of channels.
+      auto pads_cheaply = [&](int64_t c) { return round_up(c, block_) * 2 <= c * 3; };
+      const int64_t out_padded = round_up(out_channels, block_);
+      if (!pads_cheaply(out_channels) || (regular && !x_blocked && !pads_cheaply(in_channels))) return false;
+      const bool has_bias = node.inputs.size() > 2 && node.inputs[2] != graph::kNoValue;
+      const Tensor* bias = has_bias ? ctx_.constant(node.inputs[2]) : nullptr;
+      if (out_padded != out_channels && has_bias && (bias == nullptr || bias->dtype() != DataType::kFloat)) return false;
       const bool has_sum = fused && node.inputs.size() > 3 && node.inputs[3] != graph::kNoValue;
-      if (has_sum && !same_dims(ctx_.info(node.inputs[3]), ctx_.info(y))) return false;
+      if (has_sum) {
+        const graph::TypeAndShape& z = ctx_.info(node.inputs[3]);
+        const graph::TypeAndShape& yi = ctx_.info(y);
+        if (!z.has_shape || z.shape.size() != 4 || !yi.has_shape) return false;
+        for (size_t d = 0; d < 4; ++d) {
+          const graph::Dim& a = z.shape[d];
+          const graph::Dim& b = yi.shape[d];
+          if (!a.is_known() || !b.is_known() || a.value != b.value) return false;
+        }
+      }
 
       graph::Node conv = make_node("Conv", kDomain, 1, {}, {y}, node.name);
       conv.attributes = node.attributes;
-      conv.inputs.push_back(nchw_input ? x : blocked_input(x));
-      const std::string w_name = name_of(node.inputs[1]) + (regular ? "_OIHWBiBo" : "_OIHWBo");
-      conv.inputs.push_back(patch_.new_constant(w_name, reorder_weight(*w, block_, regular)));
-      conv.inputs.push_back(node.inputs.size() > 2 ? node.inputs[2] : graph::kNoValue);
-      if (has_sum) conv.inputs.push_back(blocked_input(node.inputs[3]));
-      while (conv.inputs.size() > 2 && conv.inputs.back() == graph::kNoValue) conv.inputs.pop_back();
-      if (conv.attributes.find("kernel_shape") == conv.attributes.end()) {
-        conv.attributes["kernel_shape"] = graph::Attribute::make_ints("kernel_shape", {w->dim(2), w->dim(3)});
+      int64_t in_padded = in_per_group;
+      if (nchw_input) {
+        conv.inputs.push_back(x);
+      } else {
+        const Blocked bx = blocked_input(x);
+        conv.inputs.push_back(bx.id);
+        in_padded = bx.channels;
       }
-      emit(n, std::move(conv));
+      if (depthwise) {
+        // One group per (padded) channel: the padded ones compute zeros.
+        if (in_padded != out_padded) return false;
+        conv.attributes["group"] = graph::Attribute::make_int("group", out_padded);
+        in_padded = 1;
+      }
+      const std::string w_name = name_of(node.inputs[1]) + (regular ? "_OIHWBiBo" : "_OIHWBo");
+      conv.inputs.push_back(patch_.new_constant(w_name, reorder_weight(*w, block_, regular, out_padded, in_padded)));
+      if (!has_bias) {
+        conv.inputs.push_back(graph::kNoValue);
+      } else if (out_padded == out_channels) {
+        conv.inputs.push_back(node.inputs[2]);
+      } else {
+        conv.inputs.push_back(patch_.new_constant(name_of(node.inputs[2]) + "_padded",
+                                                  pad_vector(bias->data<float>(), out_channels, out_padded)));
+      }
+      if (has_sum) {
+        const Blocked sum = blocked_input(node.inputs[3]);
+        if (sum.channels != out_padded) return false;
+        conv.inputs.push_back(sum.id);
+      }
+      while (conv.inputs.size() > 2 && conv.inputs.back() == graph::kNoValue) conv.inputs.pop_back();
+      conv.attributes["kernel_shape"] = graph::Attribute::make_ints("kernel_shape", {w->dim(2), w->dim(3)});
+      emit(n, std::move(conv), out_padded);
       any_conv_ = true;
       return true;
     }
@@ -217,8 +283,9 @@ class NchwcTransformer final : public Pass {
         if (node.outputs[o] != graph::kNoValue) return false;
       }
       const int32_t y = node.outputs[0];
-      if (!has_channels_multiple_of_block(y)) return false;
-      const int64_t channels = ctx_.info(y).shape[1].value;
+      const int64_t channels = channels_of(y);
+      const Blocked bx = blocked_.at(node.inputs[0]);
+      if (channels <= 0) return false;
       const Tensor* p[4];
       for (size_t i = 0; i < 4; ++i) {
         p[i] = ctx_.constant(node.inputs[i + 1]);
@@ -226,18 +293,19 @@ class NchwcTransformer final : public Pass {
       }
       const float epsilon = attribute_float(node, "epsilon", 1e-5f);
       Tensor w(DataType::kFloat, {channels, 1, 1, 1});
-      Tensor b(DataType::kFloat, {channels});
+      std::vector<float> b(static_cast<size_t>(channels));
       for (int64_t c = 0; c < channels; ++c) {
         const float scale = p[0]->data<float>()[c] / std::sqrt(p[3]->data<float>()[c] + epsilon);
         w.data<float>()[c] = scale;
-        b.data<float>()[c] = p[1]->data<float>()[c] - p[2]->data<float>()[c] * scale;
+        b[static_cast<size_t>(c)] = p[1]->data<float>()[c] - p[2]->data<float>()[c] * scale;
       }
       const std::string base = node.name.empty() ? name_of(y) : node.name;
-      graph::Node conv = make_node("Conv", kDomain, 1,
-                                   {blocked_.at(node.inputs[0]), patch_.new_constant(base + "_OIHWBo", reorder_weight(w, block_, false)),
-                                    patch_.new_constant(base + "_B", b)},
-                                   {y}, base);
-      conv.attributes["group"] = graph::Attribute::make_int("group", channels);
+      graph::Node conv = make_node(
+          "Conv", kDomain, 1,
+          {bx.id, patch_.new_constant(base + "_OIHWBo", reorder_weight(w, block_, false, bx.channels, 1)),
+           patch_.new_constant(base + "_B", pad_vector(b.data(), channels, bx.channels))},
+          {y}, base);
+      conv.attributes["group"] = graph::Attribute::make_int("group", bx.channels);
       conv.attributes["kernel_shape"] = graph::Attribute::make_ints("kernel_shape", {1, 1});
       const auto& users = ctx_.consumers(y);
       if (users.size() == 1 && !ctx_.is_pinned(y)) {
@@ -249,24 +317,30 @@ class NchwcTransformer final : public Pass {
           converted_[users[0]] = 1;
         }
       }
-      emit(n, std::move(conv));
+      emit(n, std::move(conv), bx.channels);
       return true;
     }
 
+    // Pools on a blocked input; a pool of an NCHW input whose channels fill
+    // whole blocks is reordered too (it usually feeds a convolution).
     bool try_pool(size_t n, const graph::Node& node) {
-      if (!node.domain.empty() || node.inputs.empty() || !blocked_.count(node.inputs[0])) return false;
+      if (!node.domain.empty() || node.inputs.empty()) return false;
       const bool global = node.op_type == "GlobalMaxPool" || node.op_type == "GlobalAveragePool";
       const bool windowed = node.op_type == "MaxPool" || node.op_type == "AveragePool";
       if (!global && !windowed) return false;
       if (node.outputs.empty() || (node.outputs.size() > 1 && node.outputs[1] != graph::kNoValue)) return false;
-      if (!has_channels_multiple_of_block(node.outputs[0])) return false;
+      const int32_t x = node.inputs[0];
+      const int64_t channels = channels_of(x);
+      if (channels <= 0 || channels_of(node.outputs[0]) != channels) return false;
+      if (!blocked_.count(x) && (channels % block_ != 0 || global)) return false;
       if (windowed) {
         const graph::Attribute* ks = node.attribute("kernel_shape");
         if (ks == nullptr || ks->ints.size() != 2 || attribute_int(node, "storage_order", 0) != 0) return false;
       }
-      graph::Node pool = make_node(node.op_type, kDomain, 1, {blocked_.at(node.inputs[0])}, {node.outputs[0]}, node.name);
+      const Blocked bx = blocked_input(x);
+      graph::Node pool = make_node(node.op_type, kDomain, 1, {bx.id}, {node.outputs[0]}, node.name);
       pool.attributes = node.attributes;
-      emit(n, std::move(pool));
+      emit(n, std::move(pool), bx.channels);
       return true;
     }
 
@@ -274,28 +348,33 @@ class NchwcTransformer final : public Pass {
       if (node.outputs.size() != 1 || node.inputs.empty()) return false;
       const int32_t y = node.outputs[0];
       const bool unary = is_unary_elementwise(node);
-      const bool concat = is_op(node, "Concat") && (attribute_int(node, "axis", 0) == 1 || attribute_int(node, "axis", 0) == -3);
+      const bool concat =
+          is_op(node, "Concat") && (attribute_int(node, "axis", 0) == 1 || attribute_int(node, "axis", 0) == -3);
       if (!unary && !concat && !is_binary_elementwise(node)) return false;
-      if (!has_channels_multiple_of_block(y)) return false;
+      if (channels_of(y) <= 0) return false;
       graph::Node copy = node;
-      bool any_blocked = false;
+      int64_t channels = -1;
       for (size_t i = 0; i < node.inputs.size(); ++i) {
         const int32_t in = node.inputs[i];
         if (in == graph::kNoValue) continue;
         auto it = blocked_.find(in);
         if (it != blocked_.end()) {
-          // Concat joins blocked inputs along channels; the others must not broadcast.
-          if (!concat && !same_dims(ctx_.info(in), ctx_.info(y))) return false;
-          copy.inputs[i] = it->second;
-          any_blocked = true;
+          if (concat) {
+            // Blocks of unpadded inputs follow each other as channels do.
+            if (it->second.channels != channels_of(in)) return false;
+          } else if (!same_dims(ctx_.info(in), ctx_.info(y)) || (channels >= 0 && channels != it->second.channels)) {
+            return false;  // must not broadcast, and all share one padding
+          }
+          channels = concat ? std::max<int64_t>(channels, 0) + it->second.channels : it->second.channels;
+          copy.inputs[i] = it->second.id;
           continue;
         }
         // Clip's bounds, or a scalar operand: the same for every element.
         const Tensor* c = ctx_.constant(in);
         if (concat || c == nullptr || c->size() != 1 || (i == 0 && unary)) return false;
       }
-      if (!any_blocked) return false;
-      emit(n, std::move(copy));
+      if (channels < 0) return false;
+      emit(n, std::move(copy), channels);
       return true;
     }
 
@@ -303,8 +382,8 @@ class NchwcTransformer final : public Pass {
     const int block_;
     Patch patch_;
     std::vector<char> converted_;
-    std::unordered_map<int32_t, int32_t> blocked_;    // NCHW value -> its blocked replacement
-    std::unordered_map<int32_t, int32_t> reordered_;  // NCHW value -> ReorderInput output
+    std::unordered_map<int32_t, Blocked> blocked_;    // NCHW value -> its blocked replacement
+    std::unordered_map<int32_t, Blocked> reordered_;  // NCHW value -> ReorderInput output
     bool any_conv_ = false;
   };
 };
