@@ -279,6 +279,9 @@ TEST(Nchwc, ConvRegular) {
   cases.push_back(ConvCase::make(1, 2 * b, 5, 6, b, 3, 3).strides(2, 2).with_auto_pad("SAME_UPPER"));
   cases.push_back(ConvCase::make(1, 2 * b, 5, 6, b, 3, 3).with_auto_pad("SAME_LOWER"));
   cases.push_back(ConvCase::make(1, 48 * b, 4, 5, 5 * b, 3, 3).pads(1, 1, 1, 1).with_sum().with_activation("Relu"));
+  // Small W, many pixels: each task takes all output blocks for blocks of pixels.
+  cases.push_back(ConvCase::make(1, 16 * b, 9, 11, 5 * b, 1, 1).with_sum().with_activation("Relu"));
+  cases.push_back(ConvCase::make(2, 4 * b, 10, 13, 5 * b, 3, 3).pads(1, 1, 1, 1));
   for (int threads : {1, 2}) {
     for (const auto& p : cases) check_conv(p, threads);
   }

@@ -33,6 +33,8 @@ using nchwc::Kernels;
 
 // Bytes of packed weights one task keeps reading while it sweeps its pixels.
 constexpr int64_t kWeightChunkBytes = 256 * 1024;
+// Up to this much packed W, a task computes all output blocks of its pixels.
+constexpr int64_t kAllGroupsWeightBytes = 384 * 1024;
 
 enum class ConvForm { kRegular, kNchwInput, kDepthwise };
 
@@ -139,26 +141,31 @@ class NchwcConvKernel final : public Kernel {
     const bool pad = pt > 0 || pl > 0 || need_h > in_h || need_w > in_w;
     const int64_t rows = pad ? need_h : in_h, cols = pad ? need_w : in_w;
     const int64_t plane = rows * cols * unit;
-    std::vector<float> padded;
     const float* xin = x->data<float>();
     if (pad) {
-      padded.assign(static_cast<size_t>(n_images * planes * plane), 0.0f);
+      // Kept between runs (per calling thread), so a run neither allocates nor faults it in.
+      thread_local std::vector<float> padded;
+      const size_t needed = static_cast<size_t>(n_images * planes * plane);
+      if (padded.size() < needed) padded.resize(needed);
       float* dst = padded.data();
+      const int64_t copy_cols = std::min(in_w, cols - pl);
       parallel_for(ctx.thread_pool(), n_images * planes, static_cast<double>(plane), [&](int64_t p0, int64_t p1) {
         for (int64_t p = p0; p < p1; ++p) {
           const float* src = xin + p * in_h * in_w * unit;
-          float* out = dst + p * plane;
-          const int64_t c0 = std::max<int64_t>(0, -pl), c1 = std::min(in_w, cols - pl);
-          if (c1 <= c0) continue;
-          for (int64_t ih = 0; ih < in_h; ++ih) {
-            const int64_t r = ih + pt;
-            if (r >= rows) break;
-            std::memcpy(out + (r * cols + pl + c0) * unit, src + (ih * in_w + c0) * unit,
-                        static_cast<size_t>((c1 - c0) * unit) * sizeof(float));
+          for (int64_t r = 0; r < rows; ++r) {
+            float* out = dst + p * plane + r * cols * unit;
+            const int64_t ih = r - pt;
+            if (ih < 0 || ih >= in_h || copy_cols <= 0) {
+              std::fill(out, out + cols * unit, 0.0f);
+              continue;
+            }
+            std::fill(out, out + pl * unit, 0.0f);
+            std::memcpy(out + pl * unit, src + ih * in_w * unit, static_cast<size_t>(copy_cols * unit) * sizeof(float));
+            std::fill(out + (pl + copy_cols) * unit, out + cols * unit, 0.0f);
           }
         }
       });
-      xin = padded.data();
+      xin = dst;
     }
 
     // Tap offsets from a pixel's input origin.
@@ -204,41 +211,64 @@ class NchwcConvKernel final : public Kernel {
     };
 
     // Tasks: (image, group of output blocks, range of pixels in whole tiles).
-    const int64_t F = packed->form == ConvForm::kDepthwise ? 1 : kernels_->max_filter_blocks;
-    const int64_t P = packed->form == ConvForm::kDepthwise ? 8 : kernels_->max_pixels;
+    // When all of W fits in L2, a task takes every group instead, for blocks
+    // of pixels whose input stays in L1 while each group passes over it;
+    // else each group's weights (in chunks of taps) stay in L2 while the
+    // task sweeps its pixels.
+    const ConvForm form = packed->form;
+    const int64_t F = form == ConvForm::kDepthwise ? 1 : kernels_->max_filter_blocks;
+    const int64_t P = form == ConvForm::kDepthwise ? 8 : kernels_->max_pixels;
     const int64_t groups = (out_blocks + F - 1) / F;
     const int64_t tiles = (out_hw + P - 1) / P;
+    const int64_t weight_bytes = static_cast<int64_t>(packed->data.size() * sizeof(float));
+    const bool all_groups = form != ConvForm::kDepthwise && groups > 1 && weight_bytes <= kAllGroupsWeightBytes;
+    const int64_t task_groups = all_groups ? 1 : groups;
+    base.prefetch_weights = !all_groups && form != ConvForm::kDepthwise;
     ThreadPool* pool = ctx.thread_pool();
     const int64_t threads = pool != nullptr ? pool->parallelism() : 1;
-    const int64_t outer = n_images * groups;
+    const int64_t outer = n_images * task_groups;
     int64_t ranges = threads / std::gcd(outer, threads);
     ranges = std::max<int64_t>(1, std::min(ranges, tiles));
     const int64_t tiles_per_range = (tiles + ranges - 1) / ranges;
     const int64_t task_count = outer * ranges;
-    const double macs_per_task =
-        static_cast<double>(out_hw) / static_cast<double>(ranges) * static_cast<double>(F * B * tap_count * lanes);
+    const double macs_per_task = static_cast<double>(out_hw) / static_cast<double>(ranges) *
+                                 static_cast<double>(out_c / task_groups * tap_count * lanes);
+    // Pixels per block in all-groups mode: about 32 KiB of input rows.
+    // (an output pixel moves the window by sw input columns over kh rows)
+    const int64_t input_bytes_per_pixel =
+        std::max<int64_t>(1, channels * static_cast<int64_t>(sizeof(float)) * sw * kh);
+    const int64_t block_pixels = std::max<int64_t>(1, (32 * 1024) / input_bytes_per_pixel / P) * P;
 
-    const int64_t chunk_taps = std::max<int64_t>(
+    const int64_t max_chunk_taps = std::max<int64_t>(
         1, kWeightChunkBytes / std::max<int64_t>(1, F * lanes * B * static_cast<int64_t>(sizeof(float))));
-    const ConvForm form = packed->form;
+    const int64_t chunk_count = (tap_count + max_chunk_taps - 1) / max_chunk_taps;
+    const int64_t chunk_taps = (tap_count + chunk_count - 1) / chunk_count;  // equal chunks
     const Kernels* k = kernels_;
+    auto run_group = [&](const ConvJob& job, int64_t g, int64_t q0, int64_t q1) {
+      const int64_t ob0 = g * F, nob = std::min(F, out_blocks - ob0);
+      for (int64_t c0 = 0; c0 < tap_count; c0 += chunk_taps) {
+        const int64_t c1 = std::min(tap_count, c0 + chunk_taps);
+        k->conv(job, ob0, nob, q0, q1, c0, c1, c0 == 0, c1 == tap_count);
+      }
+      for (int64_t ob = ob0; ob < ob0 + nob; ++ob) finish(job.y + ob * job.y_block_stride + q0 * B, (q1 - q0) * B);
+    };
     parallel_for(pool, task_count, macs_per_task, [&](int64_t t0, int64_t t1) {
       for (int64_t task = t0; task < t1; ++task) {
-        const int64_t r = task % ranges, g = (task / ranges) % groups, n = task / ranges / groups;
+        const int64_t r = task % ranges, g = (task / ranges) % task_groups, n = task / ranges / task_groups;
         const int64_t q0 = r * tiles_per_range * P, q1 = std::min(out_hw, (r + 1) * tiles_per_range * P);
         if (q0 >= q1) continue;
         const ConvJob job = job_for(n);
         if (form == ConvForm::kDepthwise) {
           k->depthwise(job, g, q0, q1);
           finish(job.y + g * job.y_block_stride + q0 * B, (q1 - q0) * B);
-          continue;
+        } else if (all_groups) {
+          for (int64_t b0 = q0; b0 < q1; b0 += block_pixels) {
+            const int64_t b1 = std::min(q1, b0 + block_pixels);
+            for (int64_t gi = 0; gi < groups; ++gi) run_group(job, gi, b0, b1);
+          }
+        } else {
+          run_group(job, g, q0, q1);
         }
-        const int64_t ob0 = g * F, nob = std::min(F, out_blocks - ob0);
-        for (int64_t c0 = 0; c0 < tap_count; c0 += chunk_taps) {
-          const int64_t c1 = std::min(tap_count, c0 + chunk_taps);
-          k->conv(job, ob0, nob, q0, q1, c0, c1, c0 == 0, c1 == tap_count);
-        }
-        for (int64_t ob = ob0; ob < ob0 + nob; ++ob) finish(job.y + ob * job.y_block_stride + q0 * B, (q1 - q0) * B);
       }
     });
     return Status::ok();

@@ -44,6 +44,7 @@ struct ConvJob {
   const float* sum = nullptr;   // blocked like y, or null
   const float* bias = nullptr;  // O floats, or null
   Activation activation;
+  bool prefetch_weights = false;  // fetch the next chunk of W into L2 while computing
 };
 
 // Pooling of one image plane per channel block, blocked in and out.

@@ -80,12 +80,31 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
 #pragma GCC unroll 4
       for (int f = 0; f < F; ++f) acc[p][f] = Isa::load(job.y + (ob0 + f) * job.y_block_stride + (q + p) * kB);
   }
+  if (last && job.sum != nullptr) {
+    // The residual is read only in the write-back: fetch it while the tile computes.
+#pragma GCC unroll 4
+    for (int f = 0; f < F; ++f) {
+      const float* s = job.sum + (ob0 + f) * job.y_block_stride + q * kB;
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) __builtin_prefetch(s + p * kB, 0, 3);
+    }
+  }
   const float* x[P];
 #pragma GCC unroll 8
   for (int p = 0; p < P; ++p) x[p] = xs[p];
+  // The next tile's input (the next P pixels of the same row) is fetched one
+  // tap ahead of use: with one stream per input block the hardware prefetcher
+  // alone falls behind on inputs that live in L3.
+  const int64_t ahead = P * job.x_pixel_step;
   const int64_t* taps = job.taps;
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t o = taps[t];
+    if constexpr (L == kB) {
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) __builtin_prefetch(x[p] + o + ahead, 0, 3);
+    } else {
+      __builtin_prefetch(x[P - 1] + o + ahead, 0, 3);
+    }
 #pragma GCC unroll 16
     for (int l = 0; l < L; ++l) {
       V wv[F];
@@ -127,7 +146,16 @@ ONYX_NCHWC_TARGET void conv(const ConvJob& job, int64_t ob0, int64_t nob, int64_
   const TileTable<kB>* blocked = lanes == kB ? &kBlockedTiles : nullptr;
   int64_t oh = q0 / job.out_w, ow = q0 % job.out_w;
   const float* xs[kMaxP];
+  // Weights are used in the order they are stored: while this chunk's tiles
+  // run, the next chunk's weights (as many bytes) are fetched into L2, a
+  // share before each tile, so the next chunk does not wait on memory.
+  const int64_t chunk_floats = (t1 - t0) * lanes * nob * kB;
+  const char* next = reinterpret_cast<const char*>(w + chunk_floats);
+  const int64_t tiles = (q1 - q0 + kMaxP - 1) / kMaxP;
+  const int64_t lines_per_tile = job.prefetch_weights ? (chunk_floats / 16 + tiles - 1) / tiles : 0;
   for (int64_t q = q0; q < q1; q += kMaxP) {
+    for (int64_t i = 0; i < lines_per_tile; ++i) __builtin_prefetch(next + i * 64, 0, 2);
+    next += lines_per_tile * 64;
     const int64_t n = std::min<int64_t>(kMaxP, q1 - q);
     for (int64_t i = 0; i < n; ++i) {
       xs[i] = job.x + oh * job.x_row_step + ow * job.x_pixel_step;
@@ -186,32 +214,43 @@ ONYX_NCHWC_TARGET void depthwise(const ConvJob& job, int64_t ob, int64_t q0, int
   }
 }
 
-ONYX_NCHWC_TARGET void pool(const PoolJob& j, int64_t p0, int64_t p1) {
-  const float lowest = -std::numeric_limits<float>::infinity();
+// Taps [lo, hi) of a window starting at input index `start` (stride
+// `dilation`) that fall inside [0, limit).
+inline void window_range(int64_t start, int64_t dilation, int64_t kernel, int64_t limit, int64_t& lo, int64_t& hi) {
+  lo = start < 0 ? (-start + dilation - 1) / dilation : 0;
+  hi = limit - start <= 0 ? 0 : std::min(kernel, (limit - start + dilation - 1) / dilation);
+  if (hi < lo) hi = lo;
+}
+
+template <bool kIsMax>
+ONYX_NCHWC_TARGET void pool_planes(const PoolJob& j, int64_t p0, int64_t p1) {
+  const V lowest = Isa::set1(-std::numeric_limits<float>::infinity());
   for (int64_t plane = p0; plane < p1; ++plane) {
     const float* x = j.x + plane * j.in_h * j.in_w * kB;
     float* y = j.y + plane * j.out_h * j.out_w * kB;
     for (int64_t oh = 0; oh < j.out_h; ++oh) {
       const int64_t ih0 = oh * j.stride_h - j.pad_top;
+      int64_t kh0, kh1, kh_pad0, kh_pad1;
+      window_range(ih0, j.dilation_h, j.kernel_h, j.in_h, kh0, kh1);
+      window_range(ih0, j.dilation_h, j.kernel_h, j.in_h + j.pad_bottom, kh_pad0, kh_pad1);
       for (int64_t ow = 0; ow < j.out_w; ++ow) {
         const int64_t iw0 = ow * j.stride_w - j.pad_left;
-        V acc = j.is_max ? Isa::set1(lowest) : Isa::zero();
-        int64_t valid = 0, in_padded = 0;
-        for (int64_t kh = 0; kh < j.kernel_h; ++kh) {
-          const int64_t ih = ih0 + kh * j.dilation_h;
-          const bool row_in_padded = ih < j.in_h + j.pad_bottom;
-          const bool row_inside = ih >= 0 && ih < j.in_h;
-          for (int64_t kw = 0; kw < j.kernel_w; ++kw) {
-            const int64_t iw = iw0 + kw * j.dilation_w;
-            if (row_in_padded && iw < j.in_w + j.pad_right) ++in_padded;
-            if (!row_inside || iw < 0 || iw >= j.in_w) continue;
-            ++valid;
-            const V v = Isa::load(x + (ih * j.in_w + iw) * kB);
-            acc = j.is_max ? Isa::max(acc, v) : Isa::add(acc, v);
+        int64_t kw0, kw1, kw_pad0, kw_pad1;
+        window_range(iw0, j.dilation_w, j.kernel_w, j.in_w, kw0, kw1);
+        window_range(iw0, j.dilation_w, j.kernel_w, j.in_w + j.pad_right, kw_pad0, kw_pad1);
+        V acc = kIsMax ? lowest : Isa::zero();
+        for (int64_t kh = kh0; kh < kh1; ++kh) {
+          const float* row = x + ((ih0 + kh * j.dilation_h) * j.in_w + iw0) * kB;
+          for (int64_t kw = kw0; kw < kw1; ++kw) {
+            const V v = Isa::load(row + kw * j.dilation_w * kB);
+            acc = kIsMax ? Isa::max(acc, v) : Isa::add(acc, v);
           }
         }
-        if (!j.is_max) {
-          const int64_t count = j.count_include_pad ? in_padded : valid;
+        const int64_t valid = (kh1 - kh0) * (kw1 - kw0);
+        if (!kIsMax) {
+          // Padding taps count from the window's start (always inside the
+          // begin padding) to the end padding's edge.
+          const int64_t count = j.count_include_pad ? kh_pad1 * kw_pad1 : valid;
           acc = count > 0 ? Isa::mul(acc, Isa::set1(1.0f / static_cast<float>(count))) : Isa::zero();
         } else if (valid == 0) {
           acc = Isa::zero();
@@ -219,6 +258,14 @@ ONYX_NCHWC_TARGET void pool(const PoolJob& j, int64_t p0, int64_t p1) {
         Isa::store(y + (oh * j.out_w + ow) * kB, acc);
       }
     }
+  }
+}
+
+ONYX_NCHWC_TARGET void pool(const PoolJob& j, int64_t p0, int64_t p1) {
+  if (j.is_max) {
+    pool_planes<true>(j, p0, p1);
+  } else {
+    pool_planes<false>(j, p0, p1);
   }
 }
 
