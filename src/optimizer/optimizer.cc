@@ -43,6 +43,7 @@ std::vector<std::unique_ptr<Pass>> extended_passes() {
   passes.push_back(make_gelu_fusion_pass());
   passes.push_back(make_fast_gelu_fusion_pass());
   passes.push_back(make_layer_norm_fusion_pass());
+  passes.push_back(make_rms_norm_fusion_pass());
   passes.push_back(make_skip_layer_norm_fusion_pass());
   passes.push_back(make_activation_fusion_pass());
   passes.push_back(make_conv_residual_fusion_pass());

@@ -670,6 +670,63 @@ TEST(OptimizerLayerNormFusion, LeavesWrongAxisAndSharedIntermediate) {
   }
 }
 
+// ---- extended: RMSNorm -----------------------------------------------------------
+
+enum class RmsForm { kReciprocal, kDivOne, kDivX };
+
+// LLaMA / T5 RMSNorm over the last axis of x ([2, 3, 8]): x / sqrt(mean(x^2) + eps) * gamma.
+void add_rms_norm(ModelBuilder& b, const std::string& x, const std::string& out, RmsForm form,
+                  std::vector<int64_t> axes = {-1}, float exponent = 2.0f) {
+  b.initializer("p", {}, {exponent}).initializer("eps", {}, {1e-6f}).initializer("one", {}, {1.0f});
+  b.initializer("gamma", {8}, random_values(8, 90, 0.5f, 1.5f));
+  b.node("Pow", {x, "p"}, {"sq"}).node("ReduceMean", {"sq"}, {"var"});
+  attrs(b, {ints_attr("axes", axes)});
+  b.node("Add", {"var", "eps"}, {"ve"}).node("Sqrt", {"ve"}, {"sd"});
+  switch (form) {
+    case RmsForm::kReciprocal: b.node("Reciprocal", {"sd"}, {"inv"}).node("Mul", {x, "inv"}, {"n"}); break;
+    case RmsForm::kDivOne: b.node("Div", {"one", "sd"}, {"inv"}).node("Mul", {"inv", x}, {"n"}); break;
+    case RmsForm::kDivX: b.node("Div", {x, "sd"}, {"n"}); break;
+  }
+  b.node("Mul", {"gamma", "n"}, {out});
+}
+
+TEST(OptimizerRmsNormFusion, FusesEachReciprocalForm) {
+  for (RmsForm form : {RmsForm::kReciprocal, RmsForm::kDivOne, RmsForm::kDivX}) {
+    ModelBuilder b(17);
+    b.input("x", {2, 3, 8}).output("y");
+    add_rms_norm(b, "x", "y", form);
+    auto r = optimize_and_compare(b, {random_tensor({2, 3, 8}, 91)});
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_domain_op(*r.after, "", "SimplifiedLayerNormalization"), 1);
+    EXPECT_EQ(r.after->nodes.size(), 1u);
+  }
+}
+
+TEST(OptimizerRmsNormFusion, LeavesWrongAxisWrongExponentAndSharedIntermediate) {
+  auto fused = [](std::vector<int64_t> axes, float exponent, bool share_var) {
+    ModelBuilder b(17);
+    b.input("x", {2, 3, 8}).output("y");
+    if (share_var) b.output("var");
+    add_rms_norm(b, "x", "y", RmsForm::kReciprocal, axes, exponent);
+    auto r = optimize_and_compare(b, {random_tensor({2, 3, 8}, 92, 0.5f, 2.0f)});
+    return r.after ? count_domain_op(*r.after, "", "SimplifiedLayerNormalization") : -1;
+  };
+  EXPECT_EQ(fused({1}, 2.0f, false), 0);
+  EXPECT_EQ(fused({-1}, 3.0f, false), 0);
+  EXPECT_EQ(fused({-1}, 2.0f, true), 0);
+}
+
+TEST(OptimizerRmsNormFusion, ResidualAddBecomesSkipSimplifiedLayerNorm) {
+  ModelBuilder b(17);
+  b.input("a", {2, 3, 8}).input("c", {2, 3, 8}).output("y");
+  b.node("Add", {"a", "c"}, {"s"});
+  add_rms_norm(b, "s", "y", RmsForm::kReciprocal);
+  auto r = optimize_and_compare(b, {random_tensor({2, 3, 8}, 93), random_tensor({2, 3, 8}, 94)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "SkipSimplifiedLayerNormalization"), 1);
+  EXPECT_EQ(r.after->nodes.size(), 1u);
+}
+
 TEST(OptimizerSkipLayerNormFusion, FusesResidualAddWithBias) {
   ModelBuilder b(17);
   b.input("x", {2, 3, 8}).input("skip", {2, 3, 8}).output("y").output("sum");

@@ -1,7 +1,10 @@
 // LayerNormalization over the last axis from its decomposed forms:
 //   PyTorch: d = x - mean(x); y = d / sqrt(mean(d^2) + eps) * gamma + beta
 //   TensorFlow: r = gamma / sqrt(mean((x - mean)^2) + eps); y = x * r + (beta - mean * r)
-// into ONNX LayerNormalization (opset 17 kernel) with axis -1.
+// into ONNX LayerNormalization (opset 17 kernel) with axis -1; and RMSNorm
+// (LLaMA, T5: y = x / sqrt(mean(x^2) + eps) * gamma, the reciprocal square
+// root written as Reciprocal(Sqrt), Div(1, Sqrt) or a Div of x) into
+// SimplifiedLayerNormalization, an onnxruntime contrib op of the ONNX domain.
 #include <unordered_set>
 
 #include "optimizer/pass.h"
@@ -193,8 +196,92 @@ class LayerNormFusion final : public Pass {
   }
 };
 
+class RmsNormFusion final : public Pass {
+ public:
+  std::string name() const override { return "rms_norm_fusion"; }
+
+  std::optional<Patch> match(const PassContext& ctx, size_t index) override {
+    // From the square: Pow(x, 2) or Mul(x, x).
+    const graph::Node& square = ctx.node(index);
+    if (square.inputs.size() != 2 || square.outputs.size() != 1) return std::nullopt;
+    const int32_t x = square.inputs[0];
+    const bool is_square = (is_op(square, "Pow") && ctx.is_constant_value(square.inputs[1], 2.0)) ||
+                           (is_op(square, "Mul") && square.inputs[1] == x);
+    if (!is_square || x < 0 || ctx.elem_type(x) != DataType::kFloat) return std::nullopt;
+    const graph::TypeAndShape& xi = ctx.info(x);
+    if (!xi.has_shape || xi.shape.empty() || !xi.shape.back().is_known()) return std::nullopt;
+    const size_t rank = xi.shape.size();
+    const int64_t width = xi.shape.back().value;
+    if (!cpu_kernel_registry().has_op("", "SimplifiedLayerNormalization")) return std::nullopt;
+    Group group(ctx);
+    group.add(index);
+    LayerNormFusion ln;
+    auto var = consumer_op(ctx, square.outputs[0], "ReduceMean",
+                           [&](const graph::Node& n) { return ln.reduces_last_axis(ctx, n, rank); });
+    if (!var) return std::nullopt;
+    group.add(*var);
+    const int32_t var_out = ctx.node(*var).outputs[0];
+    std::optional<double> epsilon;
+    auto add_eps = consumer_op(ctx, var_out, "Add", [&](const graph::Node& n) {
+      auto o = other_input(n, var_out);
+      if (o) epsilon = ctx.scalar(*o);
+      return o && epsilon;
+    });
+    if (!add_eps) return std::nullopt;
+    group.add(*add_eps);
+    auto sqrt_node = consumer_op(ctx, ctx.node(*add_eps).outputs[0], "Sqrt", [](const graph::Node&) { return true; });
+    if (!sqrt_node) return std::nullopt;
+    group.add(*sqrt_node);
+    const int32_t std_dev = ctx.node(*sqrt_node).outputs[0];
+    // normalized = x / std, as Div(x, std) or x * (1 / std).
+    int32_t normalized = -1;
+    if (auto div = consumer_op(ctx, std_dev, "Div", [&](const graph::Node& n) {
+          return n.inputs.size() == 2 && n.inputs[0] == x && n.inputs[1] == std_dev;
+        })) {
+      group.add(*div);
+      normalized = ctx.node(*div).outputs[0];
+    } else {
+      std::optional<size_t> inv = consumer_op(ctx, std_dev, "Reciprocal", [](const graph::Node&) { return true; });
+      if (!inv) {
+        inv = consumer_op(ctx, std_dev, "Div", [&](const graph::Node& n) {
+          return n.inputs.size() == 2 && n.inputs[1] == std_dev && ctx.is_constant_value(n.inputs[0], 1.0);
+        });
+      }
+      if (!inv) return std::nullopt;
+      group.add(*inv);
+      const int32_t r = ctx.node(*inv).outputs[0];
+      auto mul_x = consumer_op(ctx, r, "Mul", [&](const graph::Node& n) { return other_input(n, r) == x; });
+      if (!mul_x) return std::nullopt;
+      group.add(*mul_x);
+      normalized = ctx.node(*mul_x).outputs[0];
+    }
+    // * gamma (a vector over the last axis)
+    auto mul_gamma = consumer_op(ctx, normalized, "Mul", [&](const graph::Node& n) {
+      auto o = other_input(n, normalized);
+      const Tensor* t = o ? ctx.constant(*o) : nullptr;
+      return t != nullptr && t->dtype() == DataType::kFloat && t->rank() == 1 && t->size() == width;
+    });
+    if (!mul_gamma) return std::nullopt;
+    group.add(*mul_gamma);
+    const int32_t gamma = *other_input(ctx.node(*mul_gamma), normalized);
+    const int32_t result = ctx.node(*mul_gamma).outputs[0];
+    if (!group.closed(result)) return std::nullopt;
+    Patch patch;
+    for (size_t n : group.nodes()) patch.remove(n);
+    // onnxruntime has this contrib op in the ONNX domain (since version 1).
+    graph::Node rms = make_node("SimplifiedLayerNormalization", "", square.opset, {x, gamma}, {result},
+                                square.name.empty() ? "RMSNorm" : square.name + "_rms_norm");
+    rms.attributes["axis"] = graph::Attribute::make_int("axis", -1);
+    rms.attributes["epsilon"] = graph::Attribute::make_float("epsilon", static_cast<float>(*epsilon));
+    patch.refine_info.emplace_back(result, xi);
+    patch.add_nodes.push_back(std::move(rms));
+    return patch;
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<Pass> make_layer_norm_fusion_pass() { return std::make_unique<LayerNormFusion>(); }
+std::unique_ptr<Pass> make_rms_norm_fusion_pass() { return std::make_unique<RmsNormFusion>(); }
 
 }  // namespace onyx::optimizer

@@ -1,5 +1,6 @@
 // Add (residual) followed by LayerNormalization over the last axis becomes
-// com.microsoft SkipLayerNormalization; a bias Add feeding the residual Add
+// com.microsoft SkipLayerNormalization (SimplifiedLayerNormalization, the
+// fused RMSNorm: SkipSimplifiedLayerNormalization); a bias Add feeding the residual Add
 // (Add(MatMul, bias)) is folded in as its bias input. When the residual sum is
 // also read elsewhere, SkipLayerNormalization's output 3 (input_skip_bias_sum)
 // provides it.
@@ -33,10 +34,17 @@ class SkipLayerNormFusion final : public Pass {
 
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& ln = ctx.node(index);
-    if (!ctx.cpu_only() || !is_op(ln, "LayerNormalization") || ln.inputs.size() != 3 || ln.outputs.empty()) {
+    // RMSNorm (SimplifiedLayerNormalization: x, gamma; rms_norm_fusion writes
+    // it in the ONNX domain, as onnxruntime has it) has its skip form too.
+    const bool simplified = (ln.domain.empty() || ln.domain == "com.microsoft") &&
+                            ln.op_type == "SimplifiedLayerNormalization";
+    const size_t params = simplified ? 2 : 3;
+    if (!ctx.cpu_only() || (!is_op(ln, "LayerNormalization") && !simplified) || ln.inputs.size() != params ||
+        ln.outputs.empty()) {
       return std::nullopt;
     }
-    if (!cpu_kernel_registry().has_op("com.microsoft", "SkipLayerNormalization")) return std::nullopt;
+    const char* fused_type = simplified ? "SkipSimplifiedLayerNormalization" : "SkipLayerNormalization";
+    if (!cpu_kernel_registry().has_op("com.microsoft", fused_type)) return std::nullopt;
     for (size_t o = 1; o < ln.outputs.size(); ++o) {
       if (ln.outputs[o] != graph::kNoValue && (ctx.is_pinned(ln.outputs[o]) || !ctx.consumers(ln.outputs[o]).empty())) {
         return std::nullopt;
@@ -49,7 +57,7 @@ class SkipLayerNormFusion final : public Pass {
     const int64_t axis = attribute_int(ln, "axis", -1);
     if (axis != -1 && axis != 2) return std::nullopt;
     const int64_t width = si.shape.back().value;
-    for (size_t i = 1; i < 3; ++i) {
+    for (size_t i = 1; i < params; ++i) {
       const Tensor* t = ctx.constant(ln.inputs[i]);
       if (t == nullptr || t->rank() != 1 || t->size() != width || t->dtype() != DataType::kFloat) return std::nullopt;
     }
@@ -93,8 +101,9 @@ class SkipLayerNormFusion final : public Pass {
       outputs.push_back(graph::kNoValue);
       outputs.push_back(sum);
     }
-    graph::Node fused = make_node("SkipLayerNormalization", "com.microsoft", 1,
-                                  {a, b, ln.inputs[1], ln.inputs[2]}, outputs,
+    std::vector<int32_t> inputs = {a, b, ln.inputs[1]};
+    if (!simplified) inputs.push_back(ln.inputs[2]);
+    graph::Node fused = make_node(fused_type, "com.microsoft", 1, inputs, outputs,
                                   ln.name.empty() ? "SkipLayerNorm" : ln.name + "_skip");
     if (bias != graph::kNoValue) fused.inputs.push_back(bias);
     fused.attributes["epsilon"] = graph::Attribute::make_float("epsilon", attribute_float(ln, "epsilon", 1e-5f));
