@@ -1,21 +1,41 @@
 // A fixed pool of worker threads for intra-op parallelism. parallel_for splits
-// work by its cost and stays on the calling thread when the work is small.
-// Workers sleep on a condition variable: an idle pool uses no CPU.
+// work by its cost and stays on the calling thread when the work is small; the
+// caller always takes part in its own parallel_for.
+//
+// Between parallel_for calls a worker spins for a short, bounded time before it
+// sleeps, so that the next call of the same run does not pay a wake-up — but
+// only while a run is in progress (between begin_run and end_run). Once the
+// last run ends no thread spins: an idle pool uses no CPU.
+//
+// Several threads may call parallel_for at once (several runs of one session).
+// Their jobs share the workers: each caller works on its own job and the
+// workers help whichever job is oldest, so at most (callers + workers) threads
+// are busy and a caller never waits for a worker to become free.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 namespace onyx {
 
+struct ThreadPoolOptions {
+  int threads = 1;  // total parallelism including the caller; 1 means no workers
+  // How long an idle worker spins (with a pause instruction) before it sleeps,
+  // while a run is in progress. 0 never spins.
+  int spin_microseconds = 50;
+};
+
 class ThreadPool {
  public:
-  // `threads` is the total parallelism including the caller; 1 means no workers.
   explicit ThreadPool(int threads);
+  explicit ThreadPool(const ThreadPoolOptions& options);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -26,18 +46,47 @@ class ThreadPool {
   // count of operations per item; work under ~64K operations runs inline.
   void parallel_for(int64_t n, double cost_per_item, const std::function<void(int64_t, int64_t)>& fn);
 
+  // A run began / ended. Workers spin between jobs only while some run is in
+  // progress; calls nest and may come from several threads.
+  void begin_run();
+  void end_run();
+
   // The number of physical cores (falls back to hardware_concurrency).
   static int default_thread_count();
 
  private:
   struct Job;
   void worker_loop();
+  // The oldest job with unclaimed chunks (dropping exhausted ones), or null. Needs mutex_.
+  std::shared_ptr<Job> front_job_locked();
+  // Spins while a run is in progress, for at most the spin time, until a job is queued.
+  bool spin_for_job() const;
 
+  const int spin_microseconds_;
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::vector<std::function<void()>> queue_;
-  bool stopping_ = false;
+  std::deque<std::shared_ptr<Job>> jobs_;  // guarded by mutex_
+  int sleepers_ = 0;                       // workers waiting on wake_; guarded by mutex_
+  bool stopping_ = false;                  // guarded by mutex_
+  std::atomic<int> queued_{0};             // jobs_.size(), readable without the lock
+  std::atomic<int> active_runs_{0};
+};
+
+// Tells `pool` (may be null) that a run is in progress for the guard's lifetime.
+class ThreadPoolRun {
+ public:
+  explicit ThreadPoolRun(ThreadPool* pool) : pool_(pool) {
+    if (pool_) pool_->begin_run();
+  }
+  ~ThreadPoolRun() {
+    if (pool_) pool_->end_run();
+  }
+  ThreadPoolRun(const ThreadPoolRun&) = delete;
+  ThreadPoolRun& operator=(const ThreadPoolRun&) = delete;
+
+ private:
+  ThreadPool* pool_;
 };
 
 // Runs fn over [0, n) through `pool` when it is not null, else inline.

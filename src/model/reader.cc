@@ -12,6 +12,8 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include "model/wire.h"
@@ -661,6 +663,19 @@ std::shared_ptr<const std::string> own_bytes(std::string_view bytes) {
 
 // ---- Files -------------------------------------------------------------------
 
+struct MappedFile;
+
+// The live file mappings, so that release_mapped_pages touches nothing else:
+// dropping the pages of heap memory would zero it.
+std::mutex& mappings_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::set<const MappedFile*>& live_mappings() {
+  static std::set<const MappedFile*> mappings;
+  return mappings;
+}
+
 // A read-only mapping, unmapped when the last TensorProto/ModelProto viewing it goes.
 struct MappedFile {
   void* address = nullptr;
@@ -669,10 +684,30 @@ struct MappedFile {
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
   ~MappedFile() {
-    if (address != nullptr) munmap(address, size);
+    if (address == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(mappings_mutex());
+      live_mappings().erase(this);
+    }
+    munmap(address, size);
   }
   std::string_view bytes() const { return {static_cast<const char*>(address), size}; }
+  bool contains(const void* data, size_t bytes) const {
+    const auto begin = reinterpret_cast<uintptr_t>(address), p = reinterpret_cast<uintptr_t>(data);
+    return p >= begin && p - begin <= size && bytes <= size - (p - begin);
+  }
 };
+
+// Drops the whole pages inside [data, data + bytes), which a live mapping holds. Needs mappings_mutex().
+void drop_pages(const void* data, size_t bytes) {
+  static const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto p = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t first = (p + page - 1) / page * page;
+  const uintptr_t last = (p + bytes) / page * page;
+  // A private read-only file mapping is never written, so dropped pages come
+  // back from the file, unchanged, on the next read.
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
 
 Result<std::shared_ptr<const MappedFile>> map_file(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -697,6 +732,8 @@ Result<std::shared_ptr<const MappedFile>> map_file(const std::string& path) {
       return invalid_argument("cannot map '", path, "' (", file->size, " bytes): ", std::strerror(error));
     }
     file->address = address;
+    std::lock_guard<std::mutex> lock(mappings_mutex());
+    live_mappings().insert(file.get());
   }
   close(fd);  // the mapping stays valid without the descriptor
   return std::shared_ptr<const MappedFile>(std::move(file));
@@ -923,6 +960,27 @@ Result<OptionalProto> read_optional_proto(std::string_view bytes) {
   auto owned = own_bytes(bytes);
   const std::string_view view = *owned;
   return decode<OptionalProto>(view, std::move(owned), ReaderLimits{});
+}
+
+bool release_mapped_pages(const void* data, size_t bytes) {
+  if (data == nullptr || bytes == 0) return false;
+  std::lock_guard<std::mutex> lock(mappings_mutex());
+  for (const MappedFile* file : live_mappings()) {
+    if (file->contains(data, bytes)) {
+      drop_pages(data, bytes);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool release_mapped_pages(const std::shared_ptr<const void>& backing) {
+  if (!backing) return false;
+  std::lock_guard<std::mutex> lock(mappings_mutex());
+  const auto* file = static_cast<const MappedFile*>(backing.get());
+  if (live_mappings().count(file) == 0) return false;
+  drop_pages(file->address, file->size);
+  return true;
 }
 
 Status load_external_data(TensorProto& tensor, const std::string& base_dir) {

@@ -1,6 +1,7 @@
 // Reads ONNX models with onyx's own protobuf wire-format decoder.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -63,5 +64,15 @@ Result<OptionalProto> read_optional_proto(std::string_view bytes);
 // `location` entry (relative to base_dir, no escaping it) and points raw_data at
 // [offset, offset+length).
 Status load_external_data(TensorProto& tensor, const std::string& base_dir);
+
+// Lowers resident memory once weights read from a model file have been copied
+// or pre-packed: drops the resident pages of [data, data + bytes) when those
+// bytes lie in a live model or external-data file mapping, and returns true;
+// does nothing to other memory. The bytes stay readable: a later read brings
+// the pages back from the file, unchanged.
+bool release_mapped_pages(const void* data, size_t bytes);
+// The same for the whole mapping a ModelProto's or TensorProto's `backing`
+// owns, when it is a file mapping.
+bool release_mapped_pages(const std::shared_ptr<const void>& backing);
 
 }  // namespace onyx::model

@@ -2,6 +2,8 @@
 // types (int4, uint4, float4e2m1, int2, uint2) are unpacked to one element per byte.
 #include "model/tensor_proto.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -47,6 +49,33 @@ Status copy_half_bits(const std::vector<int32_t>& field, Tensor& t) {
   return Status::ok();
 }
 
+// True when `shape` has at least one element and exactly `bytes` of `elem`-byte elements.
+bool nonempty_and_fills(const Shape& shape, size_t elem, size_t bytes) {
+  if (elem == 0 || bytes == 0 || bytes % elem != 0) return false;
+  const uint64_t want = bytes / elem;
+  uint64_t count = 1;
+  for (int64_t d : shape) {
+    if (d <= 0 || count > want / static_cast<uint64_t>(d)) return false;
+    count *= static_cast<uint64_t>(d);
+  }
+  return count == want;
+}
+
+// Copies raw data out of the model's bytes. Where those are a file mapping,
+// the pages already copied are dropped block by block, so that a large weight
+// is never resident twice (the copy is what onyx reads from now on).
+void copy_raw_data(const uint8_t* src, size_t bytes, uint8_t* dst) {
+  constexpr uintptr_t kBlock = uintptr_t{4} << 20;  // a multiple of the page size
+  size_t done = 0;
+  while (done < bytes) {
+    const uintptr_t here = reinterpret_cast<uintptr_t>(src + done);
+    const size_t n = std::min<size_t>(bytes - done, static_cast<size_t>((here / kBlock + 1) * kBlock - here));
+    std::memcpy(dst + done, src + done, n);
+    release_mapped_pages(src + done, n);
+    done += n;
+  }
+}
+
 }  // namespace
 
 Result<Tensor> tensor_from_proto(const TensorProto& proto) {
@@ -60,6 +89,16 @@ Result<Tensor> tensor_from_proto(const TensorProto& proto) {
   }
   if (proto.data_location == 1 && !proto.has_raw_data) {
     return invalid_model("tensor '", proto.name, "' stores its data externally, and it was not loaded");
+  }
+  if (proto.has_raw_data && proto.backing && dtype != DataType::kString && !is_packed_4bit(dtype) &&
+      !is_packed_2bit(dtype)) {
+    const auto* src = reinterpret_cast<const uint8_t*>(proto.raw_data.data());
+    const size_t align = dtype_size(dtype);
+    if (reinterpret_cast<uintptr_t>(src) % align == 0 && nonempty_and_fills(shape, align, proto.raw_data.size())) {
+      // In place: the tensor points into the model's bytes and keeps them alive.
+      std::shared_ptr<void> keep(std::const_pointer_cast<void>(proto.backing), const_cast<uint8_t*>(src));
+      return Tensor::borrow(dtype, shape, const_cast<uint8_t*>(src), Device{}, keep);
+    }
   }
   ONYX_ASSIGN_OR_RETURN(Tensor t, Tensor::create(dtype, shape));
   const int64_t n = t.size();
@@ -81,14 +120,7 @@ Result<Tensor> tensor_from_proto(const TensorProto& proto) {
       return invalid_model("tensor '", proto.name, "' has ", proto.raw_data.size(), " bytes of raw_data, expected ",
                            t.bytes(), " for ", t.describe());
     }
-    const size_t align = dtype_size(dtype);
-    const bool aligned = (reinterpret_cast<uintptr_t>(src) % align) == 0;
-    if (aligned && proto.backing && n > 0) {
-      // In place: the tensor points into the model's bytes and keeps them alive.
-      std::shared_ptr<void> keep(std::const_pointer_cast<void>(proto.backing), const_cast<uint8_t*>(src));
-      return Tensor::borrow(dtype, shape, const_cast<uint8_t*>(src), Device{}, keep);
-    }
-    if (t.bytes() > 0) std::memcpy(t.raw_data(), src, t.bytes());
+    copy_raw_data(src, t.bytes(), static_cast<uint8_t*>(t.raw_data()));
     return t;
   }
 

@@ -8,7 +8,9 @@ namespace onyx {
 const Tensor* KernelInfo::constant_input(size_t i) const {
   if (!has_input(i)) return nullptr;
   auto it = graph_.initializers.find(node_.inputs[i]);
-  return it == graph_.initializers.end() ? nullptr : &it->second;
+  if (it == graph_.initializers.end()) return nullptr;
+  if (!inputs_are_constant_ && graph_.values[static_cast<size_t>(it->first)].is_graph_input) return nullptr;
+  return &it->second;
 }
 
 const graph::TypeAndShape* KernelInfo::input_info(size_t i) const {

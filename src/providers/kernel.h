@@ -19,8 +19,12 @@ namespace onyx {
 // What a kernel factory sees of its node.
 class KernelInfo {
  public:
-  KernelInfo(const graph::Graph& graph, const graph::Node& node, size_t node_index, Allocator* allocator)
-      : graph_(graph), node_(node), node_index_(node_index), allocator_(allocator) {}
+  // `inputs_are_constant`: initializers listed among the graph inputs count as
+  // constants (models before IR version 4); otherwise a feed may replace them.
+  KernelInfo(const graph::Graph& graph, const graph::Node& node, size_t node_index, Allocator* allocator,
+             bool inputs_are_constant = false)
+      : graph_(graph), node_(node), node_index_(node_index), allocator_(allocator),
+        inputs_are_constant_(inputs_are_constant) {}
 
   const graph::Node& node() const { return node_; }
   const graph::Graph& graph() const { return graph_; }
@@ -37,7 +41,8 @@ class KernelInfo {
   Allocator* allocator() const { return allocator_; }
 
   // The value of input i when it is a constant initializer of this graph
-  // (weights a kernel may pre-pack), else nullptr.
+  // (weights a kernel may pre-pack), else nullptr. An initializer that is also
+  // a graph input is not constant: a feed may replace it.
   const Tensor* constant_input(size_t i) const;
   // Static type and shape of input i, when known.
   const graph::TypeAndShape* input_info(size_t i) const;
@@ -57,6 +62,7 @@ class KernelInfo {
   const graph::Node& node_;
   size_t node_index_;
   Allocator* allocator_;
+  bool inputs_are_constant_;
 };
 
 // What compute() sees of one run: its inputs, where to put outputs, the pool.
@@ -98,6 +104,14 @@ class Kernel {
   virtual ~Kernel() = default;
   // Must be safe to call from several threads at once: keep per-run state local.
   virtual Status compute(KernelContext& ctx) const = 0;
+  // False when compute() reads only the element type and shape of constant
+  // input i, never its data, because the kernel keeps its own copy (weights
+  // pre-packed at creation). When no reader of an initializer needs its data,
+  // the session frees it.
+  virtual bool needs_constant_data(size_t i) const {
+    (void)i;
+    return true;
+  }
 };
 
 using KernelFactory = std::function<Result<std::unique_ptr<Kernel>>(const KernelInfo&)>;

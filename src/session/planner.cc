@@ -6,6 +6,9 @@
 #include <set>
 #include <unordered_map>
 
+#include "model/reader.h"
+#include "session/memory_usage.h"
+
 namespace onyx::session {
 namespace {
 
@@ -56,8 +59,74 @@ std::vector<std::string> unsupported_ops(const graph::Graph& graph,
   return {missing.begin(), missing.end()};
 }
 
-Result<std::unique_ptr<GraphPlan>> make_plan(const graph::Graph& graph,
-                                             const std::vector<const ExecutionProvider*>& providers) {
+namespace {
+
+// Tracks the readers of each initializer while kernels are created, to free
+// the ones no kernel needs the data of (see make_plan_releasing_weights).
+class WeightRelease {
+ public:
+  explicit WeightRelease(graph::Graph& graph) : graph_(graph) {
+    for (const graph::Node& node : graph.nodes) {
+      for (int32_t in : node.inputs) {
+        if (in != graph::kNoValue && graph.initializers.count(in)) ++pending_[in];
+      }
+      std::vector<std::string> names;
+      for (const auto& [name, attr] : node.attributes) {
+        if (attr.g) outer_names(*attr.g, names);
+        for (const auto& g : attr.graphs) outer_names(*g, names);
+      }
+      for (const std::string& name : names) keep(graph.find_value(name));
+    }
+    for (int32_t id : graph.inputs) keep(id);  // overridable: a feed may replace it
+    for (int32_t id : graph.outputs) keep(id);
+    // Initializers no node reads (left behind by graph rewrites) are dead now.
+    for (auto& [id, tensor] : graph.initializers) {
+      if (pending_.count(id) == 0 && needed_.count(id) == 0) drop_data(tensor);
+    }
+  }
+
+  void keep(int32_t id) {
+    if (id >= 0) needed_.insert(id);
+  }
+
+  // The kernel of `node` exists; `kernel` is null where the node reads its
+  // inputs another way (a copy to another device).
+  void created(const graph::Node& node, const Kernel* kernel) {
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int32_t id = node.inputs[i];
+      auto it = pending_.find(id);
+      if (it == pending_.end()) continue;
+      if (kernel == nullptr || kernel->needs_constant_data(i)) needed_.insert(id);
+      if (--it->second > 0) continue;
+      Tensor& tensor = graph_.initializers.at(id);
+      if (needed_.count(id) == 0) {
+        drop_data(tensor);  // every reader keeps its own copy
+      } else if (tensor.device().is_cpu() && tensor.raw_data() != nullptr) {
+        model::release_mapped_pages(tensor.raw_data(), tensor.bytes());
+      }
+    }
+  }
+
+ private:
+  // Only the element type and shape remain.
+  static void drop_data(Tensor& tensor) {
+    if (tensor.dtype() == DataType::kString || tensor.raw_data() == nullptr) return;
+    const size_t bytes = tensor.bytes();
+    tensor = Tensor::borrow(tensor.dtype(), tensor.shape(), nullptr, tensor.device());
+    // Hand a large weight's memory back now, before the next kernel packs its own.
+    if (bytes >= kTrimBytes) return_free_memory_to_system();
+  }
+  static constexpr size_t kTrimBytes = size_t{1} << 20;
+
+  graph::Graph& graph_;
+  std::unordered_map<int32_t, int> pending_;  // initializer -> readers whose kernel is not created yet
+  std::set<int32_t> needed_;
+};
+
+Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::Graph* releasing,
+                                              const std::vector<const ExecutionProvider*>& providers,
+                                              bool inputs_are_constant) {
+  std::unique_ptr<WeightRelease> release = releasing ? std::make_unique<WeightRelease>(*releasing) : nullptr;
   auto plan = std::make_unique<GraphPlan>();
   plan->graph = &graph;
   plan->slot_count = graph.values.size();
@@ -128,15 +197,17 @@ Result<std::unique_ptr<GraphPlan>> make_plan(const graph::Graph& graph,
     step.node_index = n;
     step.provider = provider;
     step.label = node.label(n);
+    bool copied = false;  // an input goes through a device copy: the copy reads the data
     for (int32_t in : node.inputs) {
       step.inputs.push_back(in == graph::kNoValue ? graph::kNoValue : slot_on(in, provider, plan->steps));
+      copied = copied || step.inputs.back() != in;
     }
     step.outputs = node.outputs;
     for (int32_t out : node.outputs) {
       if (out != graph::kNoValue) location[static_cast<size_t>(out)] = provider;
     }
     const KernelDef* def = provider->kernels().find(node.domain, node.op_type, node.since_version);
-    KernelInfo info(graph, node, n, provider->allocator());
+    KernelInfo info(graph, node, n, provider->allocator(), inputs_are_constant);
     try {
       Result<std::unique_ptr<Kernel>> kernel = def->factory(info);
       if (!kernel.is_ok()) {
@@ -148,9 +219,11 @@ Result<std::unique_ptr<GraphPlan>> make_plan(const graph::Graph& graph,
     } catch (const std::exception& e) {
       return invalid_model(labelled(step.label, e.what()));
     }
+    if (release) release->created(node, copied ? nullptr : step.kernel.get());
     for (const auto& [name, attr] : node.attributes) {
       if (attr.g) {
-        ONYX_ASSIGN_OR_RETURN(std::unique_ptr<GraphPlan> sub, make_plan(*attr.g, providers));
+        ONYX_ASSIGN_OR_RETURN(std::unique_ptr<GraphPlan> sub,
+                              plan_graph(*attr.g, releasing ? attr.g.get() : nullptr, providers, inputs_are_constant));
         step.subgraphs.emplace(name, std::move(sub));
       }
     }
@@ -192,6 +265,19 @@ Result<std::unique_ptr<GraphPlan>> make_plan(const graph::Graph& graph,
     }
   }
   return plan;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<GraphPlan>> make_plan(const graph::Graph& graph,
+                                             const std::vector<const ExecutionProvider*>& providers) {
+  return plan_graph(graph, nullptr, providers, false);
+}
+
+Result<std::unique_ptr<GraphPlan>> make_plan_releasing_weights(graph::Graph& graph,
+                                                               const std::vector<const ExecutionProvider*>& providers,
+                                                               bool initializers_in_inputs_are_constant) {
+  return plan_graph(graph, &graph, providers, initializers_in_inputs_are_constant);
 }
 
 }  // namespace onyx::session

@@ -18,4 +18,16 @@ std::vector<std::string> unsupported_ops(const graph::Graph& graph,
 Result<std::unique_ptr<GraphPlan>> make_plan(const graph::Graph& graph,
                                              const std::vector<const ExecutionProvider*>& providers);
 
+// make_plan for a session, which also lowers the memory weights take: once the
+// last kernel reading an initializer exists, the initializer's data is freed
+// when no such kernel needs it (each keeps its own pre-packed copy), and the
+// resident pages of weights read from a model file are dropped (they come back
+// from the file if read again). Subgraphs included; initializers that are
+// graph inputs or outputs, or that a subgraph reads, are kept.
+// `initializers_in_inputs_are_constant`: kernels may pre-pack initializers
+// that are also graph inputs (models before IR version 4).
+Result<std::unique_ptr<GraphPlan>> make_plan_releasing_weights(graph::Graph& graph,
+                                                               const std::vector<const ExecutionProvider*>& providers,
+                                                               bool initializers_in_inputs_are_constant = false);
+
 }  // namespace onyx::session

@@ -6,6 +6,7 @@
 
 #include "graph/builder.h"
 #include "graph/shape_inference.h"
+#include "session/memory_usage.h"
 #include "session/planner.h"
 #include "session/version_resolution.h"
 #include "training/gradient.h"
@@ -28,7 +29,9 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
     }
     return true;
   };
+  const bool verbose = options.log_severity_level <= 0;
   ONYX_ASSIGN_OR_RETURN(prepared.graph, graph::build_graph(model, limits));
+  if (verbose) log_memory_usage("building the graph");
   graph::Graph& graph = *prepared.graph;
   ONYX_RETURN_IF_ERROR(training::expand_gradient_nodes(graph));
   ONYX_RETURN_IF_ERROR(resolve_versions(graph));
@@ -37,6 +40,7 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
   // was a constant all the same.
   inference.initializers_in_inputs_are_constant = model.ir_version < 4;
   ONYX_RETURN_IF_ERROR(graph::infer_shapes(graph, inference));
+  if (verbose) log_memory_usage("shape inference");
 
   std::vector<std::string> missing = unsupported_ops(graph, providers);
   if (!missing.empty()) {
@@ -64,7 +68,8 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
     }
   }
   ONYX_ASSIGN_OR_RETURN(prepared.statistics, optimizer::optimize_graph(graph, optimization));
-  if (options.log_severity_level <= 0) {
+  if (verbose) {
+    log_memory_usage("optimization");
     for (const auto& s : prepared.statistics) {
       std::fprintf(stderr, "onyx verbose: pass %s applied %d times, -%d/+%d nodes, %.3f ms\n", s.pass.c_str(), s.applied,
                    s.nodes_removed, s.nodes_added, s.milliseconds);

@@ -14,6 +14,7 @@
 #include "model/writer.h"
 #include "providers/execution_provider.h"
 #include "session/executor.h"
+#include "session/memory_usage.h"
 #include "session/planner.h"
 #include "session/prepare.h"
 
@@ -62,6 +63,36 @@ std::string shape_description(const ValueMetadata& m) {
   return s + "]";
 }
 
+// The intra-op pool: intra_op_num_threads threads (0: one per physical core).
+// Workers spin briefly between parallel sections of a run; the config entry
+// session.intra_op.allow_spinning=0 turns that off and
+// onyx.intra_op.spin_microseconds sets how long they spin.
+Result<ThreadPoolOptions> thread_pool_options(const SessionOptions& options) {
+  ThreadPoolOptions pool;
+  pool.threads = options.intra_op_num_threads > 0 ? options.intra_op_num_threads : ThreadPool::default_thread_count();
+  auto spin = options.config_entries.find("onyx.intra_op.spin_microseconds");
+  if (spin != options.config_entries.end()) {
+    try {
+      size_t used = 0;
+      const int value = std::stoi(spin->second, &used);
+      if (used != spin->second.size() || value < 0) throw std::invalid_argument(spin->second);
+      pool.spin_microseconds = value;
+    } catch (const std::exception&) {
+      return invalid_argument("session config entry onyx.intra_op.spin_microseconds must be a non-negative integer, got '",
+                              spin->second, "'");
+    }
+  }
+  auto allow = options.config_entries.find("session.intra_op.allow_spinning");
+  if (allow != options.config_entries.end()) {
+    if (allow->second != "0" && allow->second != "1") {
+      return invalid_argument("session config entry session.intra_op.allow_spinning must be 0 or 1, got '",
+                              allow->second, "'");
+    }
+    if (allow->second == "0") pool.spin_microseconds = 0;
+  }
+  return pool;
+}
+
 }  // namespace
 
 Status InferenceSession::Impl::init(const std::vector<std::string>& provider_names) {
@@ -85,17 +116,28 @@ Status InferenceSession::Impl::init(const std::vector<std::string>& provider_nam
   for (const auto& p : providers) provider_list.push_back(p.get());
 
   opsets = graph::opset_map(model.opset_import);
+  if (options.log_severity_level <= 0) session::log_memory_usage("reading the model");
   ONYX_ASSIGN_OR_RETURN(session::PreparedGraph prepared, session::prepare_graph(model, options, provider_list));
   graph = std::move(prepared.graph);
 
-  const int threads = options.intra_op_num_threads > 0 ? options.intra_op_num_threads : ThreadPool::default_thread_count();
-  pool = std::make_unique<ThreadPool>(threads);
+  ONYX_ASSIGN_OR_RETURN(ThreadPoolOptions pool_options, thread_pool_options(options));
+  pool = std::make_unique<ThreadPool>(pool_options);
   if (options.enable_profiling) profiler = std::make_unique<session::Profiler>();
 
-  ONYX_ASSIGN_OR_RETURN(plan, session::make_plan(*graph, provider_list));
+  // What graph preparation read of the model file (weights it rewrote, for
+  // one) need not stay resident; kernels read what they pack again.
+  model::release_mapped_pages(model.backing);
+  session::return_free_memory_to_system();
+  // Written before the kernels are created: creating them frees the data of
+  // weights every reader has pre-packed.
   if (!options.optimized_model_filepath.empty()) {
     ONYX_RETURN_IF_ERROR(model::write_model_file(graph::graph_to_model(*graph, model), options.optimized_model_filepath));
   }
+  ONYX_ASSIGN_OR_RETURN(plan, session::make_plan_releasing_weights(*graph, provider_list, model.ir_version < 4));
+  // Weights still read from the model file at run time come back page by page
+  // as runs read them (a Gather reads a few rows of its table, not all).
+  model::release_mapped_pages(model.backing);
+  if (options.log_severity_level <= 0) session::log_memory_usage("creating kernels");
 
   for (int32_t id : graph->inputs) {
     const graph::ValueEntry& v = graph->values[static_cast<size_t>(id)];
@@ -188,6 +230,8 @@ Status InferenceSession::Impl::run(const std::vector<std::string>& output_names,
       wanted.push_back(index);
     }
   }
+  // Workers may spin between the parallel sections of this run, never after it.
+  ThreadPoolRun running(pool.get());
   session::RunState state;
   state.options = &run_options;
   state.pool = pool.get();

@@ -141,6 +141,9 @@ class GemmKernel final : public Kernel {
     });
   }
 
+  // With B packed, compute() reads only B's shape.
+  bool needs_constant_data(size_t i) const override { return i != 1 || packed_b_.empty(); }
+
  private:
   bool trans_a_, trans_b_;
   float alpha_, beta_;

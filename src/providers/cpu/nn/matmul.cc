@@ -156,6 +156,9 @@ class MatMulKernel final : public Kernel {
     });
   }
 
+  // With B packed, compute() reads only B's shape.
+  bool needs_constant_data(size_t i) const override { return i != 1 || packed_b_.empty(); }
+
  private:
   PackedMatrix packed_b_;  // B packed at creation when it is a constant float matrix
   Shape packed_b_shape_;
