@@ -123,9 +123,8 @@ class NchwcConvKernel final : public Kernel {
     const float* sum = nullptr;
     if (const Tensor* s = ctx.input_tensor(3)) {
       if (s->dtype() != DataType::kFloat || s->shape() != y_shape) {
-        return invalid_argument(label_, ": input Sum is ", s->describe(), ", expected float",
-                                "[" + std::to_string(n_images) + "," + std::to_string(out_c) + "," +
-                                    std::to_string(out_h) + "," + std::to_string(out_w) + "] like Y");
+        return invalid_argument(label_, ": input Sum is ", s->describe(), ", expected float[", n_images, ",", out_c,
+                                ",", out_h, ",", out_w, "] like Y");
       }
       sum = s->data<float>();
     }
@@ -188,6 +187,7 @@ class NchwcConvKernel final : public Kernel {
     base.taps = taps.data();
     base.tap_count = tap_count;
     base.w = packed->data.data();
+    base.weight_count = static_cast<int64_t>(packed->data.size());
     base.out_w = out_w;
     base.y_block_stride = out_hw * B;
     base.bias = bias;

@@ -38,6 +38,7 @@ struct ConvJob {
   const int64_t* taps = nullptr;
   int64_t tap_count = 0;
   const float* w = nullptr;
+  int64_t weight_count = 0;  // floats at w
   int64_t out_w = 0;
   float* y = nullptr;
   int64_t y_block_stride = 0;   // OH * OW * B

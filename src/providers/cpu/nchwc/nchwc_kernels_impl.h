@@ -67,7 +67,8 @@ ONYX_NCHWC_INLINE void write_back(V (&acc)[P][F], const ConvJob& job, int64_t ob
 // tile; xs[p] is pixel p's input origin.
 template <int P, int F, int L>
 ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, const float* w, int64_t t0, int64_t t1,
-                                 int64_t ob0, int64_t q, bool first, bool last) {
+                                 int64_t ob0, int64_t q, bool first, bool last, const char* next_w,
+                                 int64_t next_lines_per_tap) {
   V acc[P][F];
   if (first) {
 #pragma GCC unroll 8
@@ -99,6 +100,8 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
   const int64_t* taps = job.taps;
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t o = taps[t];
+    for (int64_t i = 0; i < next_lines_per_tap; ++i) __builtin_prefetch(next_w + i * 64, 0, 2);
+    next_w += next_lines_per_tap * 64;
     if constexpr (L == kB) {
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) __builtin_prefetch(x[p] + o + ahead, 0, 3);
@@ -119,7 +122,7 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
 }
 
 using TileFn = void (*)(const ConvJob&, const float* const*, const float*, int64_t, int64_t, int64_t, int64_t, bool,
-                        bool);
+                        bool, const char*, int64_t);
 
 template <int L, int P, int... Fs>
 constexpr void fill_row(TileFn* row, std::integer_sequence<int, Fs...>) {
@@ -147,16 +150,21 @@ ONYX_NCHWC_TARGET void conv(const ConvJob& job, int64_t ob0, int64_t nob, int64_
   int64_t oh = q0 / job.out_w, ow = q0 % job.out_w;
   const float* xs[kMaxP];
   // Weights are used in the order they are stored: while this chunk's tiles
-  // run, the next chunk's weights (as many bytes) are fetched into L2, a
-  // share before each tile, so the next chunk does not wait on memory.
+  // run, the next chunk's weights (as many bytes) are fetched into L2, a few
+  // lines per tap, so the next chunk does not wait on memory.
   const int64_t chunk_floats = (t1 - t0) * lanes * nob * kB;
   const char* next = reinterpret_cast<const char*>(w + chunk_floats);
   const int64_t tiles = (q1 - q0 + kMaxP - 1) / kMaxP;
-  const int64_t lines_per_tile = job.prefetch_weights ? (chunk_floats / 16 + tiles - 1) / tiles : 0;
-  for (int64_t q = q0; q < q1; q += kMaxP) {
-    for (int64_t i = 0; i < lines_per_tile; ++i) __builtin_prefetch(next + i * 64, 0, 2);
-    next += lines_per_tile * 64;
-    const int64_t n = std::min<int64_t>(kMaxP, q1 - q);
+  const bool has_next = job.prefetch_weights && w + chunk_floats < job.w + job.weight_count;
+  const int64_t lines_per_tile = has_next ? (chunk_floats / 16 + tiles - 1) / tiles : 0;
+  const int64_t lines_per_tap = (lines_per_tile + (t1 - t0) - 1) / (t1 - t0);
+  // Equal tiles (sizes differing by at most one): a one-pixel tile reads as
+  // many weights as a full one for a sixth of the FMAs, and its few
+  // accumulators leave the FMA latency exposed.
+  const int64_t small = (q1 - q0) / tiles, large_count = (q1 - q0) % tiles;
+  int64_t tile = 0;
+  for (int64_t q = q0; q < q1; q += small + (tile++ < large_count ? 1 : 0)) {
+    const int64_t n = small + (tile < large_count ? 1 : 0);
     for (int64_t i = 0; i < n; ++i) {
       xs[i] = job.x + oh * job.x_row_step + ow * job.x_pixel_step;
       if (++ow == job.out_w) {
@@ -165,7 +173,8 @@ ONYX_NCHWC_TARGET void conv(const ConvJob& job, int64_t ob0, int64_t nob, int64_
       }
     }
     const TileFn fn = blocked != nullptr ? blocked->fn[n - 1][nob - 1] : kNchwTiles.fn[n - 1][nob - 1];
-    fn(job, xs, w, t0, t1, ob0, q, first, last);
+    fn(job, xs, w, t0, t1, ob0, q, first, last, next, lines_per_tap);
+    next += lines_per_tap * (t1 - t0) * 64;
   }
 }
 
@@ -201,8 +210,11 @@ ONYX_NCHWC_TARGET void depthwise(const ConvJob& job, int64_t ob, int64_t q0, int
   const float* x = job.x + ob * job.x_block_stride;
   int64_t oh = q0 / job.out_w, ow = q0 % job.out_w;
   const float* xs[kDepthwiseP];
-  for (int64_t q = q0; q < q1; q += kDepthwiseP) {
-    const int64_t n = std::min<int64_t>(kDepthwiseP, q1 - q);
+  const int64_t tiles = (q1 - q0 + kDepthwiseP - 1) / kDepthwiseP;
+  const int64_t small = (q1 - q0) / tiles, large_count = (q1 - q0) % tiles;  // equal tiles, as in conv
+  int64_t tile = 0;
+  for (int64_t q = q0; q < q1; q += small + (tile++ < large_count ? 1 : 0)) {
+    const int64_t n = small + (tile < large_count ? 1 : 0);
     for (int64_t i = 0; i < n; ++i) {
       xs[i] = x + oh * job.x_row_step + ow * job.x_pixel_step;
       if (++ow == job.out_w) {
