@@ -12,6 +12,7 @@
 // taps are taken in chunks whose weights stay in L2, with the partial sums in
 // Y.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -148,22 +149,22 @@ class NchwcConvKernel final : public Kernel {
       if (padded.size() < needed) padded.resize(needed);
       float* dst = padded.data();
       const int64_t copy_cols = std::min(in_w, cols - pl);
-      parallel_for(ctx.thread_pool(), n_images * planes, static_cast<double>(plane), [&](int64_t p0, int64_t p1) {
-        for (int64_t p = p0; p < p1; ++p) {
-          const float* src = xin + p * in_h * in_w * unit;
-          for (int64_t r = 0; r < rows; ++r) {
-            float* out = dst + p * plane + r * cols * unit;
-            const int64_t ih = r - pt;
-            if (ih < 0 || ih >= in_h || copy_cols <= 0) {
-              std::fill(out, out + cols * unit, 0.0f);
-              continue;
-            }
-            std::fill(out, out + pl * unit, 0.0f);
-            std::memcpy(out + pl * unit, src + ih * in_w * unit, static_cast<size_t>(copy_cols * unit) * sizeof(float));
-            std::fill(out + (pl + copy_cols) * unit, out + cols * unit, 0.0f);
+      // On the calling thread: a copy is short next to the convolution, and
+      // shorter than waking a worker for it.
+      for (int64_t p = 0; p < n_images * planes; ++p) {
+        const float* src = xin + p * in_h * in_w * unit;
+        for (int64_t r = 0; r < rows; ++r) {
+          float* out = dst + p * plane + r * cols * unit;
+          const int64_t ih = r - pt;
+          if (ih < 0 || ih >= in_h || copy_cols <= 0) {
+            std::fill(out, out + cols * unit, 0.0f);
+            continue;
           }
+          std::fill(out, out + pl * unit, 0.0f);
+          std::memcpy(out + pl * unit, src + ih * in_w * unit, static_cast<size_t>(copy_cols * unit) * sizeof(float));
+          std::fill(out + (pl + copy_cols) * unit, out + cols * unit, 0.0f);
         }
-      });
+      }
       xin = dst;
     }
 
@@ -227,7 +228,10 @@ class NchwcConvKernel final : public Kernel {
     ThreadPool* pool = ctx.thread_pool();
     const int64_t threads = pool != nullptr ? pool->parallelism() : 1;
     const int64_t outer = n_images * task_groups;
-    int64_t ranges = threads / std::gcd(outer, threads);
+    // With threads, about 8 tasks per thread (whole rows of tasks sharing a
+    // group's weights stay together), claimed one at a time: a thread that
+    // starts late takes fewer.
+    int64_t ranges = threads == 1 ? 1 : (8 * threads + outer - 1) / outer;
     ranges = std::max<int64_t>(1, std::min(ranges, tiles));
     const int64_t tiles_per_range = (tiles + ranges - 1) / ranges;
     const int64_t task_count = outer * ranges;
@@ -252,25 +256,28 @@ class NchwcConvKernel final : public Kernel {
       }
       for (int64_t ob = ob0; ob < ob0 + nob; ++ob) finish(job.y + ob * job.y_block_stride + q0 * B, (q1 - q0) * B);
     };
-    parallel_for(pool, task_count, macs_per_task, [&](int64_t t0, int64_t t1) {
-      for (int64_t task = t0; task < t1; ++task) {
-        const int64_t r = task % ranges, g = (task / ranges) % task_groups, n = task / ranges / task_groups;
-        const int64_t q0 = r * tiles_per_range * P, q1 = std::min(out_hw, (r + 1) * tiles_per_range * P);
-        if (q0 >= q1) continue;
-        const ConvJob job = job_for(n);
-        if (form == ConvForm::kDepthwise) {
-          k->depthwise(job, g, q0, q1);
-          finish(job.y + g * job.y_block_stride + q0 * B, (q1 - q0) * B);
-        } else if (all_groups) {
-          for (int64_t b0 = q0; b0 < q1; b0 += block_pixels) {
-            const int64_t b1 = std::min(q1, b0 + block_pixels);
-            for (int64_t gi = 0; gi < groups; ++gi) run_group(job, gi, b0, b1);
+    std::atomic<int64_t> next_task{0};
+    const int64_t participants = std::min(threads, task_count);
+    parallel_for(
+        pool, participants, macs_per_task * static_cast<double>(task_count / participants), [&](int64_t, int64_t) {
+          for (int64_t task = next_task.fetch_add(1); task < task_count; task = next_task.fetch_add(1)) {
+            const int64_t r = task % ranges, g = (task / ranges) % task_groups, n = task / ranges / task_groups;
+            const int64_t q0 = r * tiles_per_range * P, q1 = std::min(out_hw, (r + 1) * tiles_per_range * P);
+            if (q0 >= q1) continue;
+            const ConvJob job = job_for(n);
+            if (form == ConvForm::kDepthwise) {
+              k->depthwise(job, g, q0, q1);
+              finish(job.y + g * job.y_block_stride + q0 * B, (q1 - q0) * B);
+            } else if (all_groups) {
+              for (int64_t b0 = q0; b0 < q1; b0 += block_pixels) {
+                const int64_t b1 = std::min(q1, b0 + block_pixels);
+                for (int64_t gi = 0; gi < groups; ++gi) run_group(job, gi, b0, b1);
+              }
+            } else {
+              run_group(job, g, q0, q1);
+            }
           }
-        } else {
-          run_group(job, g, q0, q1);
-        }
-      }
-    });
+        });
     return Status::ok();
   }
 
