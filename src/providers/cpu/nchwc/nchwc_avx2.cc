@@ -8,7 +8,7 @@
 
 #include <utility>
 
-#define ONYX_NCHWC_TARGET __attribute__((target("avx2,fma")))
+#define ONYX_NCHWC_TARGET __attribute__((target("avx2,fma,prfchw")))
 #define ONYX_NCHWC_NS avx2
 
 namespace onyx::cpu::nchwc::avx2 {

@@ -8,7 +8,7 @@
 
 #include <utility>
 
-#define ONYX_NCHWC_TARGET __attribute__((target("avx512f,avx2,fma")))
+#define ONYX_NCHWC_TARGET __attribute__((target("avx512f,avx2,fma,prfchw")))
 #define ONYX_NCHWC_NS avx512
 
 namespace onyx::cpu::nchwc::avx512 {

@@ -63,6 +63,19 @@ ONYX_NCHWC_INLINE void write_back(V (&acc)[P][F], const ConvJob& job, int64_t ob
   }
 }
 
+// One tap: for each input lane, F weight vectors times each pixel's input.
+template <int P, int F, int L>
+ONYX_NCHWC_INLINE void tap_step(V (&acc)[P][F], const float* const (&x)[P], int64_t o, const float* w) {
+#pragma GCC unroll 16
+  for (int l = 0; l < L; ++l) {
+    V wv[F];
+#pragma GCC unroll 4
+    for (int f = 0; f < F; ++f) wv[f] = Isa::load(w + (l * F + f) * kB);
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) Isa::template broadcast_fma<F>(acc[p], wv, x[p] + o + l);
+  }
+}
+
 // Taps [t0, t1) of the packed weight group `w` (already at tap t0) into the
 // tile; xs[p] is pixel p's input origin.
 template <int P, int F, int L>
@@ -81,13 +94,18 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
 #pragma GCC unroll 4
       for (int f = 0; f < F; ++f) acc[p][f] = Isa::load(job.y + (ob0 + f) * job.y_block_stride + (q + p) * kB);
   }
-  if (last && job.sum != nullptr) {
-    // The residual is read only in the write-back: fetch it while the tile computes.
+  if (first) {
+    // The output lines are written in the write-back, and the residual read
+    // there: fetch both while the tile computes.
 #pragma GCC unroll 4
     for (int f = 0; f < F; ++f) {
-      const float* s = job.sum + (ob0 + f) * job.y_block_stride + q * kB;
+      const float* s = job.sum != nullptr ? job.sum + (ob0 + f) * job.y_block_stride + q * kB : nullptr;
+      float* y = job.y + (ob0 + f) * job.y_block_stride + q * kB;
 #pragma GCC unroll 8
-      for (int p = 0; p < P; ++p) __builtin_prefetch(s + p * kB, 0, 3);
+      for (int p = 0; p < P; ++p) {
+        __builtin_prefetch(y + p * kB, 1, 3);
+        if (last && s != nullptr) __builtin_prefetch(s + p * kB, 0, 3);
+      }
     }
   }
   const float* x[P];
@@ -98,25 +116,33 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
   // alone falls behind on inputs that live in L3.
   const int64_t ahead = P * job.x_pixel_step;
   const int64_t* taps = job.taps;
-  for (int64_t t = t0; t < t1; ++t) {
-    const int64_t o = taps[t];
-    for (int64_t i = 0; i < next_lines_per_tap; ++i) __builtin_prefetch(next_w + i * 64, 0, 2);
-    next_w += next_lines_per_tap * 64;
-    if constexpr (L == kB) {
+  if constexpr (L == kB) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = taps[t];
+      for (int64_t i = 0; i < next_lines_per_tap; ++i) __builtin_prefetch(next_w + i * 64, 0, 2);
+      next_w += next_lines_per_tap * 64;
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) __builtin_prefetch(x[p] + o + ahead, 0, 3);
-    } else {
-      __builtin_prefetch(x[P - 1] + o + ahead, 0, 3);
+      tap_step<P, F, L>(acc, x, o, w);
+      w += L * F * kB;
     }
-#pragma GCC unroll 16
-    for (int l = 0; l < L; ++l) {
-      V wv[F];
-#pragma GCC unroll 4
-      for (int f = 0; f < F; ++f) wv[f] = Isa::load(w + (l * F + f) * kB);
-#pragma GCC unroll 8
-      for (int p = 0; p < P; ++p) Isa::template broadcast_fma<F>(acc[p], wv, x[p] + o + l);
+  } else {
+    // One FMA row per tap (NCHW input): taps four at a time; the input rows
+    // are reused across taps and tiles, so they need no prefetch.
+    int64_t t = t0;
+    for (; t + 4 <= t1; t += 4) {
+      for (int64_t i = 0; i < 4 * next_lines_per_tap; ++i) __builtin_prefetch(next_w + i * 64, 0, 2);
+      next_w += 4 * next_lines_per_tap * 64;
+      tap_step<P, F, L>(acc, x, taps[t], w);
+      tap_step<P, F, L>(acc, x, taps[t + 1], w + L * F * kB);
+      tap_step<P, F, L>(acc, x, taps[t + 2], w + 2 * L * F * kB);
+      tap_step<P, F, L>(acc, x, taps[t + 3], w + 3 * L * F * kB);
+      w += 4 * L * F * kB;
     }
-    w += L * F * kB;
+    for (; t < t1; ++t) {
+      tap_step<P, F, L>(acc, x, taps[t], w);
+      w += L * F * kB;
+    }
   }
   write_back<P, F>(acc, job, ob0, q, last);
 }
