@@ -26,6 +26,7 @@ std::vector<std::unique_ptr<Pass>> basic_passes() {
   passes.push_back(make_shape_folding_pass());
   passes.push_back(make_dead_code_elimination_pass());
   passes.push_back(make_noop_elimination_pass());
+  passes.push_back(make_transpose_optimization_pass());
   passes.push_back(make_common_subexpression_elimination_pass());
   passes.push_back(make_conv_batchnorm_fusion_pass());
   passes.push_back(make_conv_add_mul_fusion_pass());

@@ -188,6 +188,64 @@ TEST(OptimizerElimination, MergesCommonSubexpressions) {
 
 // ---- shape arithmetic ------------------------------------------------------
 
+// ---- basic: transposes ------------------------------------------------------
+
+TEST(OptimizerTranspose, CancelsAcrossElementwiseOps) {
+  ModelBuilder b(13);
+  b.input("x", {2, 3, 4, 5}).output("y");
+  b.initializer("half", {}, {0.5f}).initializer("c", {1, 4, 5, 3}, random_values(60, 120));
+  b.node("Transpose", {"x"}, {"nhwc"});
+  attrs(b, {ints_attr("perm", {0, 2, 3, 1})});
+  b.node("Relu", {"nhwc"}, {"r"}).node("Mul", {"r", "half"}, {"m"}).node("Add", {"c", "m"}, {"a"});
+  b.node("Transpose", {"a"}, {"y"});
+  attrs(b, {ints_attr("perm", {0, 3, 1, 2})});
+  auto r = optimize_and_compare(b, {random_tensor({2, 3, 4, 5}, 121)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "Transpose"), 0);
+  EXPECT_EQ(r.after->nodes.size(), 3u);
+}
+
+TEST(OptimizerTranspose, ComposesTwoTransposes) {
+  ModelBuilder b(13);
+  b.input("x", {2, 3, 4, 5}).output("y");
+  b.node("Transpose", {"x"}, {"t1"});
+  attrs(b, {ints_attr("perm", {0, 2, 3, 1})});
+  b.node("Transpose", {"t1"}, {"y"});
+  attrs(b, {ints_attr("perm", {1, 0, 3, 2})});
+  auto r = optimize_and_compare(b, {random_tensor({2, 3, 4, 5}, 122)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  ASSERT_EQ(r.after->nodes.size(), 1u);
+  EXPECT_EQ(r.after->nodes[0].attribute("perm")->ints, (std::vector<int64_t>{2, 0, 1, 3}));
+}
+
+TEST(OptimizerTranspose, LeavesSharedValuesAndOtherEnds) {
+  {
+    // The Relu's result is also a graph output: moving would change it.
+    ModelBuilder b(13);
+    b.input("x", {2, 3, 4, 5}).output("y").output("r");
+    b.node("Transpose", {"x"}, {"t"});
+    attrs(b, {ints_attr("perm", {0, 2, 3, 1})});
+    b.node("Relu", {"t"}, {"r"}).node("Transpose", {"r"}, {"y"});
+    attrs(b, {ints_attr("perm", {0, 3, 1, 2})});
+    auto r = optimize_and_compare(b, {random_tensor({2, 3, 4, 5}, 123)}, GraphOptimizationLevel::kEnableBasic);
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_ops(*r.after, "Transpose"), 2);
+  }
+  {
+    // The chain ends in a Softmax, not a Transpose: nothing to cancel.
+    ModelBuilder b(13);
+    b.input("x", {2, 3, 4, 5}).output("y");
+    b.node("Transpose", {"x"}, {"t"});
+    attrs(b, {ints_attr("perm", {0, 2, 1, 3})});
+    b.node("Relu", {"t"}, {"r"}).node("Softmax", {"r"}, {"y"});
+    auto r = optimize_and_compare(b, {random_tensor({2, 3, 4, 5}, 124)}, GraphOptimizationLevel::kEnableBasic);
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_ops(*r.after, "Transpose"), 1);
+    EXPECT_EQ(r.after->nodes[0].op_type, "Transpose");
+    EXPECT_EQ(r.after->nodes[1].op_type, "Relu");
+  }
+}
+
 TEST(OptimizerShapeFolding, FoldsKnownDimsOfSymbolicShapes) {
   ModelBuilder b(13);
   b.input("x", {-1, 3, 4}).output("y");
