@@ -218,6 +218,9 @@ class AttentionKernel final : public Kernel {
     return Status::ok();
   }
 
+  // With the weights packed, compute() reads only their shape.
+  bool needs_constant_data(size_t i) const override { return i != 1 || packed_weights_.empty(); }
+
  private:
   int64_t num_heads_ = 0;
   bool unidirectional_ = false;
