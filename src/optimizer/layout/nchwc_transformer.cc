@@ -73,18 +73,21 @@ int64_t round_up(int64_t v, int64_t block) { return (v + block - 1) / block * bl
 Tensor reorder_weight(const Tensor& w, int64_t block, bool block_inputs, int64_t o_padded, int64_t i_padded) {
   const int64_t o = w.dim(0), i = w.dim(1), spatial = w.dim(2) * w.dim(3);
   Tensor out(DataType::kFloat, {o_padded, i_padded, w.dim(2), w.dim(3)});
-  std::fill(out.data<float>(), out.data<float>() + out.size(), 0.0f);
   const float* src = w.data<float>();
   float* dst = out.data<float>();
   const int64_t inner = block_inputs ? block : 1;
   const int64_t in_blocks = block_inputs ? i_padded / block : i_padded;
-  for (int64_t oc = 0; oc < o; ++oc) {
-    const int64_t ob = oc / block, bo = oc % block;
-    for (int64_t ic = 0; ic < i; ++ic) {
-      const int64_t ib = block_inputs ? ic / block : ic;
-      const int64_t bi = block_inputs ? ic % block : 0;
+  // In destination order, so the writes stream; padded channels read as zero.
+  for (int64_t ob = 0; ob < o_padded / block; ++ob) {
+    for (int64_t ib = 0; ib < in_blocks; ++ib) {
       for (int64_t s = 0; s < spatial; ++s) {
-        dst[(((ob * in_blocks + ib) * spatial + s) * inner + bi) * block + bo] = src[(oc * i + ic) * spatial + s];
+        for (int64_t bi = 0; bi < inner; ++bi) {
+          const int64_t ic = ib * inner + bi;
+          for (int64_t bo = 0; bo < block; ++bo) {
+            const int64_t oc = ob * block + bo;
+            *dst++ = (oc < o && ic < i) ? src[(oc * i + ic) * spatial + s] : 0.0f;
+          }
+        }
       }
     }
   }
