@@ -1,7 +1,8 @@
 // The layout level: chains of float 2-D convolutions move to the blocked
 // channel layout NCHWc (com.microsoft.nchwc ops, in the format onnxruntime
-// uses, so a saved model runs there too). A blocked tensor keeps the logical
-// shape [N, C, H, W] but stores [N][C/B][H][W][B]: B consecutive channels of a
+// uses, so a saved model runs there too). A blocked tensor has the logical
+// shape [N, Cp, H, W] (C rounded up to a multiple of B) and stores
+// [N][Cp/B][H][W][B]: B consecutive channels of a
 // pixel sit in one SIMD register, so a convolution kernel broadcasts one input
 // value and multiplies it into B output channels at once, for any spatial
 // size. Reorders are added only where the chain meets an op that needs NCHW.
@@ -15,13 +16,16 @@
 //    that adds at most half again to the work): the
 //    weights and bias get zeros there, the blocked tensor's logical shape has
 //    the padded count Cp, and ReorderOutput's `channels` drops the padding.
-//  - MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool on a blocked input.
+//  - MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool on a blocked
+//    input, and MaxPool / AveragePool of an NCHW input that fills whole blocks.
 //  - BatchNormalization of a blocked input, as a 1x1 depthwise Conv (with a
 //    following Relu as its activation).
 //  - Element-wise ops whose tensor inputs are all blocked with one shape (or
 //    scalar constants), and Concat along channels of unpadded inputs: they
 //    compute the same thing on either layout, so they stay ONNX ops reading
-//    blocked data.
+//    blocked data. Padded channels hold finite junk (act(0), 0 + c), which the
+//    zero weights of the next convolution cancel; so no Div by a blocked
+//    value with padding, which could make them infinite.
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -362,6 +366,8 @@ class NchwcTransformer final : public Pass {
         if (in == graph::kNoValue) continue;
         auto it = blocked_.find(in);
         if (it != blocked_.end()) {
+          const bool padded = it->second.channels != channels_of(in);
+          if (padded && is_op(node, "Div") && i == 1) return false;
           if (concat) {
             // Blocks of unpadded inputs follow each other as channels do.
             if (it->second.channels != channels_of(in)) return false;
