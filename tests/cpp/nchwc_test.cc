@@ -486,6 +486,15 @@ TEST(Nchwc, Pools) {
   cases.push_back(PoolCase::make("AveragePool", 1, 3 * b, 7, 8, 3, 3).pads(1, 1, 1, 1));
   cases.push_back(PoolCase::make("AveragePool", 1, b, 7, 8, 3, 3).strides(2, 2).pads(1, 1, 1, 1).ceil().include_pad());
   cases.push_back(PoolCase::make("AveragePool", 2, b, 10, 5, 2, 2).strides(2, 2).ceil());
+  // Wide rows: windows inside the input several at a time, then a tail, with
+  // clipped borders on each side; one plane split across threads by rows.
+  cases.push_back(PoolCase::make("MaxPool", 1, b, 14, 23, 3, 3).pads(1, 1, 1, 1));
+  cases.push_back(PoolCase::make("MaxPool", 1, 2 * b, 17, 21, 3, 3).strides(2, 2).ceil());
+  cases.push_back(PoolCase::make("MaxPool", 1, b, 13, 26, 3, 2).strides(1, 2).dilations(2, 3).pads(2, 1, 0, 3));
+  cases.push_back(PoolCase::make("AveragePool", 1, b, 12, 19, 3, 3).pads(1, 1, 1, 1).include_pad());
+  cases.push_back(PoolCase::make("AveragePool", 2, b, 11, 22, 5, 5).strides(2, 1).pads(2, 2, 2, 2));
+  cases.push_back(PoolCase::make("AveragePool", 1, 2 * b, 9, 18, 2, 3).strides(2, 3).ceil().include_pad());
+  cases.push_back(PoolCase::make("MaxPool", 1, b, 6, 30, 1, 1).strides(2, 2));
   for (int threads : {1, 2}) {
     for (const auto& p : cases) check_pool(p, threads);
   }
@@ -519,14 +528,13 @@ TEST(Nchwc, GlobalPools) {
   EXPECT_FALSE(run.status.is_ok());
 }
 
-TEST(Nchwc, Reorders) {
-  SKIP_WITHOUT_NCHWC();
-  const int64_t b = cpu::nchwc_block_size();
-  const int64_t n = 2, c = b + 3, h = 3, w = 5, cp = round_up(c, b);
+// Reorders of one shape both ways, NCHW and NHWC, with `threads` threads.
+void check_reorders(int64_t n, int64_t c, int64_t h, int64_t w, int threads) {
+  const int64_t b = cpu::nchwc_block_size(), cp = round_up(c, b);
   const auto x = random_floats(static_cast<size_t>(n * c * h * w), 5);
   const auto blocked = to_blocked(x, n, c, h, w, b);
   // NCHW -> blocked, padding channels zero.
-  auto in = run_kernel("ReorderInput", 1, {Value(make(x, {n, c, h, w}))}, {}, 1, kDomain, 2);
+  auto in = run_kernel("ReorderInput", 1, {Value(make(x, {n, c, h, w}))}, {}, 1, kDomain, threads);
   ASSERT_TRUE(in.status.is_ok()) << in.status.message();
   ASSERT_EQ(in.outputs[0].tensor().shape(), (Shape{n, cp, h, w}));
   const float* got = in.outputs[0].tensor().data<float>();
@@ -537,24 +545,42 @@ TEST(Nchwc, Reorders) {
     for (int64_t k = 0; k < c; ++k)
       for (int64_t r = 0; r < h * w; ++r)
         nhwc[static_cast<size_t>((i * h * w + r) * c + k)] = x[static_cast<size_t>((i * c + k) * h * w + r)];
-  in = run_kernel("ReorderInput", 1, {Value(make(nhwc, {n, h, w, c}))}, {attr_int("channels_last", 1)}, 1, kDomain);
+  in = run_kernel("ReorderInput", 1, {Value(make(nhwc, {n, h, w, c}))}, {attr_int("channels_last", 1)}, 1, kDomain,
+                  threads);
   ASSERT_TRUE(in.status.is_ok()) << in.status.message();
   ASSERT_EQ(in.outputs[0].tensor().shape(), (Shape{n, cp, h, w}));
   got = in.outputs[0].tensor().data<float>();
   for (size_t i = 0; i < blocked.size(); ++i) ASSERT_EQ(got[i], blocked[i]) << "ReorderInput NHWC at " << i;
   // blocked -> NCHW and NHWC with `channels`.
-  auto out =
-      run_kernel("ReorderOutput", 1, {Value(make(blocked, {n, cp, h, w}))}, {attr_int("channels", c)}, 1, kDomain, 2);
+  auto out = run_kernel("ReorderOutput", 1, {Value(make(blocked, {n, cp, h, w}))}, {attr_int("channels", c)}, 1,
+                        kDomain, threads);
   ASSERT_TRUE(out.status.is_ok()) << out.status.message();
   ASSERT_EQ(out.outputs[0].tensor().shape(), (Shape{n, c, h, w}));
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(out.outputs[0].tensor().data<float>()[i], x[i]);
   out = run_kernel("ReorderOutput", 1, {Value(make(blocked, {n, cp, h, w}))},
-                   {attr_int("channels", c), attr_int("channels_last", 1)}, 1, kDomain);
+                   {attr_int("channels", c), attr_int("channels_last", 1)}, 1, kDomain, threads);
   ASSERT_TRUE(out.status.is_ok()) << out.status.message();
   ASSERT_EQ(out.outputs[0].tensor().shape(), (Shape{n, h, w, c}));
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(out.outputs[0].tensor().data<float>()[i], nhwc[i]);
+}
+
+TEST(Nchwc, Reorders) {
+  SKIP_WITHOUT_NCHWC();
+  const int64_t b = cpu::nchwc_block_size();
+  // Planes of fewer pixels than a transpose tile, tails after whole tiles,
+  // whole and partial channel blocks, padding channels (blocks of fewer than 8).
+  for (int threads : {1, 2}) {
+    check_reorders(2, b + 3, 3, 5, threads);
+    check_reorders(1, 2 * b, 2, 3, threads);
+    check_reorders(1, 2 * b + 5, 4, 9, threads);
+    check_reorders(2, 3 * b, 7, 8, threads);
+    check_reorders(1, 3, 5, 17, threads);
+    check_reorders(1, b + 9, 1, 24, threads);
+  }
+  const int64_t n = 1, c = b + 3, h = 3, w = 5, cp = round_up(c, b);
+  const auto blocked = to_blocked(random_floats(static_cast<size_t>(n * c * h * w), 5), n, c, h, w, b);
   // More channels than the blocked tensor holds; a missing channels attribute.
-  out =
+  auto out =
       run_kernel("ReorderOutput", 1, {Value(make(blocked, {n, cp, h, w}))}, {attr_int("channels", cp + 1)}, 1, kDomain);
   EXPECT_FALSE(out.status.is_ok());
   out = run_kernel("ReorderOutput", 1, {Value(make(blocked, {n, cp, h, w}))}, {}, 1, kDomain);

@@ -70,10 +70,19 @@ struct Kernels {
                bool last);
   // Depthwise: output block ob for pixels [q0, q1), all taps, finished.
   void (*depthwise)(const ConvJob& job, int64_t ob, int64_t q0, int64_t q1);
-  // Planes [p0, p1) of N * C/B planes.
-  void (*pool)(const PoolJob& job, int64_t p0, int64_t p1);
+  // Output rows [r0, r1) of the N * C/B * out_h rows (plane-major).
+  void (*pool)(const PoolJob& job, int64_t r0, int64_t r1);
   // y[p][B] = max or mean of x[p][hw][B] for planes [p0, p1).
   void (*global_pool)(const float* x, float* y, int64_t hw, bool is_max, int64_t p0, int64_t p1);
+  // Blocked pixels out[i][B] for i < count from a plain tensor: lane k <
+  // valid (<= B) reads src[k * channel_stride + i * pixel_stride], the other
+  // lanes are zero. NCHW: pixel_stride 1; NHWC: channel_stride 1.
+  void (*reorder_in)(const float* src, int64_t channel_stride, int64_t pixel_stride, int64_t valid, int64_t count,
+                     float* out);
+  // The inverse: dst[k * channel_stride + i * pixel_stride] = in[i][k] for
+  // k < valid, i < count.
+  void (*reorder_out)(const float* in, int64_t channel_stride, int64_t pixel_stride, int64_t valid, int64_t count,
+                      float* dst);
 };
 
 // Null when the library was built without that ISA's code.

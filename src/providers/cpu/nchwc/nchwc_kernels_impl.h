@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <limits>
 
+#include <immintrin.h>
+
 #include "providers/cpu/nchwc/nchwc_kernels.h"
 
 namespace onyx::cpu::nchwc::ONYX_NCHWC_NS {
@@ -261,49 +263,96 @@ inline void window_range(int64_t start, int64_t dilation, int64_t kernel, int64_
 }
 
 template <bool kIsMax>
-ONYX_NCHWC_TARGET void pool_planes(const PoolJob& j, int64_t p0, int64_t p1) {
-  const V lowest = Isa::set1(-std::numeric_limits<float>::infinity());
-  for (int64_t plane = p0; plane < p1; ++plane) {
-    const float* x = j.x + plane * j.in_h * j.in_w * kB;
-    float* y = j.y + plane * j.out_h * j.out_w * kB;
-    for (int64_t oh = 0; oh < j.out_h; ++oh) {
-      const int64_t ih0 = oh * j.stride_h - j.pad_top;
-      int64_t kh0, kh1, kh_pad0, kh_pad1;
-      window_range(ih0, j.dilation_h, j.kernel_h, j.in_h, kh0, kh1);
-      window_range(ih0, j.dilation_h, j.kernel_h, j.in_h + j.pad_bottom, kh_pad0, kh_pad1);
-      for (int64_t ow = 0; ow < j.out_w; ++ow) {
-        const int64_t iw0 = ow * j.stride_w - j.pad_left;
-        int64_t kw0, kw1, kw_pad0, kw_pad1;
-        window_range(iw0, j.dilation_w, j.kernel_w, j.in_w, kw0, kw1);
-        window_range(iw0, j.dilation_w, j.kernel_w, j.in_w + j.pad_right, kw_pad0, kw_pad1);
-        V acc = kIsMax ? lowest : Isa::zero();
-        for (int64_t kh = kh0; kh < kh1; ++kh) {
-          const float* row = x + ((ih0 + kh * j.dilation_h) * j.in_w + iw0) * kB;
-          for (int64_t kw = kw0; kw < kw1; ++kw) {
-            const V v = Isa::load(row + kw * j.dilation_w * kB);
-            acc = kIsMax ? Isa::max(acc, v) : Isa::add(acc, v);
-          }
-        }
-        const int64_t valid = (kh1 - kh0) * (kw1 - kw0);
-        if (!kIsMax) {
-          // Padding taps count from the window's start (always inside the
-          // begin padding) to the end padding's edge.
-          const int64_t count = j.count_include_pad ? kh_pad1 * kw_pad1 : valid;
-          acc = count > 0 ? Isa::mul(acc, Isa::set1(1.0f / static_cast<float>(count))) : Isa::zero();
-        } else if (valid == 0) {
-          acc = Isa::zero();
-        }
-        Isa::store(y + (oh * j.out_w + ow) * kB, acc);
-      }
-    }
+ONYX_NCHWC_INLINE V pool_combine(V a, V b) {
+  if constexpr (kIsMax) {
+    return Isa::max(a, b);
+  } else {
+    return Isa::add(a, b);
   }
 }
 
-ONYX_NCHWC_TARGET void pool(const PoolJob& j, int64_t p0, int64_t p1) {
+// Output pixel (oh, ow) with its window clipped to the input (borders).
+template <bool kIsMax>
+ONYX_NCHWC_TARGET void pool_clipped(const PoolJob& j, const float* x, float* y, int64_t oh, int64_t ow) {
+  const int64_t ih0 = oh * j.stride_h - j.pad_top;
+  int64_t kh0, kh1, kh_pad0, kh_pad1;
+  window_range(ih0, j.dilation_h, j.kernel_h, j.in_h, kh0, kh1);
+  window_range(ih0, j.dilation_h, j.kernel_h, j.in_h + j.pad_bottom, kh_pad0, kh_pad1);
+  const int64_t iw0 = ow * j.stride_w - j.pad_left;
+  int64_t kw0, kw1, kw_pad0, kw_pad1;
+  window_range(iw0, j.dilation_w, j.kernel_w, j.in_w, kw0, kw1);
+  window_range(iw0, j.dilation_w, j.kernel_w, j.in_w + j.pad_right, kw_pad0, kw_pad1);
+  V acc = kIsMax ? Isa::set1(-std::numeric_limits<float>::infinity()) : Isa::zero();
+  for (int64_t kh = kh0; kh < kh1; ++kh) {
+    const float* row = x + ((ih0 + kh * j.dilation_h) * j.in_w + iw0) * kB;
+    for (int64_t kw = kw0; kw < kw1; ++kw) acc = pool_combine<kIsMax>(acc, Isa::load(row + kw * j.dilation_w * kB));
+  }
+  const int64_t valid = (kh1 - kh0) * (kw1 - kw0);
+  if (!kIsMax) {
+    // Padding taps count from the window's start (always inside the begin
+    // padding) to the end padding's edge.
+    const int64_t count = j.count_include_pad ? kh_pad1 * kw_pad1 : valid;
+    acc = count > 0 ? Isa::mul(acc, Isa::set1(1.0f / static_cast<float>(count))) : Isa::zero();
+  } else if (valid == 0) {
+    acc = Isa::zero();
+  }
+  Isa::store(y + (oh * j.out_w + ow) * kB, acc);
+}
+
+// Output pixels [ow0, ow0 + N) of row oh whose windows lie inside the input:
+// one vector op per tap and pixel, N independent chains.
+template <bool kIsMax, int N>
+ONYX_NCHWC_INLINE void pool_inside(const PoolJob& j, const float* x, float* y, int64_t oh, int64_t ow0, V scale) {
+  const float* base = x + ((oh * j.stride_h - j.pad_top) * j.in_w + ow0 * j.stride_w - j.pad_left) * kB;
+  const int64_t pixel = j.stride_w * kB, tap_w = j.dilation_w * kB, tap_h = j.dilation_h * j.in_w * kB;
+  V acc[N];
+#pragma GCC unroll 8
+  for (int n = 0; n < N; ++n) acc[n] = Isa::load(base + n * pixel);
+  for (int64_t kh = 0; kh < j.kernel_h; ++kh) {
+    const float* row = base + kh * tap_h;
+    for (int64_t kw = kh == 0 ? 1 : 0; kw < j.kernel_w; ++kw) {
+#pragma GCC unroll 8
+      for (int n = 0; n < N; ++n) acc[n] = pool_combine<kIsMax>(acc[n], Isa::load(row + kw * tap_w + n * pixel));
+    }
+  }
+  float* out = y + (oh * j.out_w + ow0) * kB;
+#pragma GCC unroll 8
+  for (int n = 0; n < N; ++n) Isa::store(out + n * kB, kIsMax ? acc[n] : Isa::mul(acc[n], scale));
+}
+
+template <bool kIsMax>
+ONYX_NCHWC_TARGET void pool_rows(const PoolJob& j, int64_t r0, int64_t r1) {
+  // Output columns [lo, hi) have windows inside the input's width.
+  const int64_t span_w = (j.kernel_w - 1) * j.dilation_w;
+  int64_t lo = (j.pad_left + j.stride_w - 1) / j.stride_w, hi = 0;
+  if (j.in_w - 1 - span_w + j.pad_left >= 0) hi = (j.in_w - 1 - span_w + j.pad_left) / j.stride_w + 1;
+  hi = std::min(hi, j.out_w);
+  lo = std::min(lo, hi);
+  const int64_t span_h = (j.kernel_h - 1) * j.dilation_h;
+  // Inside windows count all their taps, padding or not.
+  const V scale = Isa::set1(1.0f / static_cast<float>(j.kernel_h * j.kernel_w));
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t plane = r / j.out_h, oh = r % j.out_h;
+    const float* x = j.x + plane * j.in_h * j.in_w * kB;
+    float* y = j.y + plane * j.out_h * j.out_w * kB;
+    const int64_t ih0 = oh * j.stride_h - j.pad_top;
+    if (ih0 < 0 || ih0 + span_h >= j.in_h) {
+      for (int64_t ow = 0; ow < j.out_w; ++ow) pool_clipped<kIsMax>(j, x, y, oh, ow);
+      continue;
+    }
+    for (int64_t ow = 0; ow < lo; ++ow) pool_clipped<kIsMax>(j, x, y, oh, ow);
+    int64_t ow = lo;
+    for (; ow + 4 <= hi; ow += 4) pool_inside<kIsMax, 4>(j, x, y, oh, ow, scale);
+    for (; ow < hi; ++ow) pool_inside<kIsMax, 1>(j, x, y, oh, ow, scale);
+    for (ow = hi; ow < j.out_w; ++ow) pool_clipped<kIsMax>(j, x, y, oh, ow);
+  }
+}
+
+ONYX_NCHWC_TARGET void pool(const PoolJob& j, int64_t r0, int64_t r1) {
   if (j.is_max) {
-    pool_planes<true>(j, p0, p1);
+    pool_rows<true>(j, r0, r1);
   } else {
-    pool_planes<false>(j, p0, p1);
+    pool_rows<false>(j, r0, r1);
   }
 }
 
@@ -337,9 +386,81 @@ ONYX_NCHWC_TARGET void global_pool(const float* x, float* y, int64_t hw, bool is
   }
 }
 
+// Reorders. Both ISAs transpose 8 x 8 float tiles in ymm registers (AVX-512F
+// here implies AVX2); a block of 16 lanes takes two tiles per 8 pixels.
+ONYX_NCHWC_INLINE void transpose8x8(__m256 (&r)[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+  r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+  r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+  r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+  r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+ONYX_NCHWC_TARGET void reorder_in(const float* src, int64_t channel_stride, int64_t pixel_stride, int64_t valid,
+                                  int64_t count, float* out) {
+  int64_t i = 0;
+  if (pixel_stride == 1) {
+    for (; i + 8 <= count; i += 8) {
+#pragma GCC unroll 2
+      for (int k0 = 0; k0 < kB; k0 += 8) {
+        __m256 r[8];
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) {
+          r[k] = k0 + k < valid ? _mm256_loadu_ps(src + (k0 + k) * channel_stride + i) : _mm256_setzero_ps();
+        }
+        transpose8x8(r);
+#pragma GCC unroll 8
+        for (int p = 0; p < 8; ++p) _mm256_storeu_ps(out + (i + p) * kB + k0, r[p]);
+      }
+    }
+  } else if (channel_stride == 1 && valid == kB) {
+    for (; i < count; ++i) Isa::store(out + i * kB, Isa::load(src + i * pixel_stride));
+  }
+  for (; i < count; ++i) {
+    for (int64_t k = 0; k < kB; ++k) out[i * kB + k] = k < valid ? src[k * channel_stride + i * pixel_stride] : 0.0f;
+  }
+}
+
+ONYX_NCHWC_TARGET void reorder_out(const float* in, int64_t channel_stride, int64_t pixel_stride, int64_t valid,
+                                   int64_t count, float* dst) {
+  int64_t i = 0;
+  if (pixel_stride == 1) {
+    for (; i + 8 <= count; i += 8) {
+#pragma GCC unroll 2
+      for (int k0 = 0; k0 < kB; k0 += 8) {
+        if (k0 >= valid) break;
+        __m256 r[8];
+#pragma GCC unroll 8
+        for (int p = 0; p < 8; ++p) r[p] = _mm256_loadu_ps(in + (i + p) * kB + k0);
+        transpose8x8(r);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) {
+          if (k0 + k < valid) _mm256_storeu_ps(dst + (k0 + k) * channel_stride + i, r[k]);
+        }
+      }
+    }
+  } else if (channel_stride == 1 && valid == kB) {
+    for (; i < count; ++i) Isa::store(dst + i * pixel_stride, Isa::load(in + i * kB));
+  }
+  for (; i < count; ++i) {
+    for (int64_t k = 0; k < valid; ++k) dst[k * channel_stride + i * pixel_stride] = in[i * kB + k];
+  }
+}
+
 }  // namespace
 
-const Kernels kKernels = {kB, kMaxF, kMaxP, &conv, &depthwise, &pool, &global_pool};
+const Kernels kKernels = {kB, kMaxF, kMaxP, &conv, &depthwise, &pool, &global_pool, &reorder_in, &reorder_out};
 
 }  // namespace onyx::cpu::nchwc::ONYX_NCHWC_NS
 

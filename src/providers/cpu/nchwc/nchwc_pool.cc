@@ -2,7 +2,8 @@
 // GlobalAveragePool: ONNX pooling on blocked tensors [N, C, H, W] (C a
 // multiple of the block size B, memory [N][C/B][H][W][B]), output blocked.
 // Each output pixel takes its window's max or mean with one vector per B
-// channels; the planes (image, channel block) are split across the threads.
+// channels (windows inside the input without bounds checks, several pixels at
+// once); output rows of all planes are split across the threads.
 #include <algorithm>
 #include <string>
 
@@ -66,10 +67,12 @@ class NchwcPoolKernel final : public Kernel {
     if (y.size() == 0) return Status::ok();
     job.x = x->data<float>();
     job.y = y.data<float>();
-    const int64_t planes = x->dim(0) * x->dim(1) / kernels_->block;
-    const double cost = static_cast<double>(job.out_h * job.out_w * job.kernel_h * job.kernel_w * kernels_->block);
+    // Output rows of all planes: threads share the work even when the planes
+    // are fewer than the threads.
+    const int64_t rows = x->dim(0) * x->dim(1) / kernels_->block * job.out_h;
+    const double cost = static_cast<double>(job.out_w * job.kernel_h * job.kernel_w * kernels_->block);
     const nchwc::Kernels* k = kernels_;
-    parallel_for(ctx.thread_pool(), planes, cost, [&](int64_t p0, int64_t p1) { k->pool(job, p0, p1); });
+    parallel_for(ctx.thread_pool(), rows, cost, [&](int64_t r0, int64_t r1) { k->pool(job, r0, r1); });
     return Status::ok();
   }
 

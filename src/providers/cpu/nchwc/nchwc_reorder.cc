@@ -1,23 +1,25 @@
 // com.microsoft.nchwc ReorderInput and ReorderOutput: between a plain tensor
 // (NCHW, or NHWC with channels_last = 1) and the blocked layout
 // [N][C/B][H][W][B] (logical shape [N, C rounded up to B, H, W]; the padding
-// channels hold zeros). Rows of (image, channel block, height) run in parallel.
+// channels hold zeros). Rows of (image, channel block, height) run in parallel;
+// the per-ISA kernels transpose 8 x 8 tiles in registers.
 #include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "providers/cpu/nchwc/nchwc.h"
+#include "providers/cpu/nchwc/nchwc_kernels.h"
 #include "providers/kernel.h"
 
 namespace onyx::cpu {
 namespace {
 
-int64_t required_block(const KernelInfo& info) {
-  const int b = nchwc_block_size();
-  if (b <= 1) {
+const nchwc::Kernels* required_kernels(const KernelInfo& info) {
+  const nchwc::Kernels* k = nchwc::kernels();
+  if (k == nullptr) {
     throw Error(not_implemented(info.label(), ": the NCHWc layout needs a CPU with AVX2 and FMA, or AVX-512F"));
   }
-  return b;
+  return k;
 }
 
 Status check_float4(const std::string& label, const Tensor* x) {
@@ -31,7 +33,7 @@ Status check_float4(const std::string& label, const Tensor* x) {
 class ReorderInputKernel final : public Kernel {
  public:
   explicit ReorderInputKernel(const KernelInfo& info)
-      : label_(info.label()), block_(required_block(info)), channels_last_(info.attr_int("channels_last", 0) != 0) {}
+      : label_(info.label()), kernels_(required_kernels(info)), block_(kernels_->block), channels_last_(info.attr_int("channels_last", 0) != 0) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor* x = ctx.input_tensor(0);
@@ -45,24 +47,17 @@ class ReorderInputKernel final : public Kernel {
     const float* src = x->data<float>();
     float* dst = y.data<float>();
     const bool last = channels_last_;
+    const nchwc::Kernels* k = kernels_;
     parallel_for(ctx.thread_pool(), n * blocks * h, static_cast<double>(w * B), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t row = r % h, cb = (r / h) % blocks, img = r / h / blocks;
-        float* out = dst + r * w * B;  // rows are in (img, cb, row) order
+      // Rows of one (image, channel block) plane are contiguous on both
+      // sides: each plane's share of [r0, r1) is one call.
+      for (int64_t r = r0; r < r1;) {
+        const int64_t plane = r / h, end = std::min(r1, (plane + 1) * h);
+        const int64_t cb = plane % blocks, img = plane / blocks, row = r % h;
         const int64_t valid = std::min(B, c - cb * B);
-        if (last) {
-          const float* in = src + ((img * h + row) * w) * c + cb * B;
-          for (int64_t i = 0; i < w; ++i) {
-            std::memcpy(out + i * B, in + i * c, static_cast<size_t>(valid) * sizeof(float));
-            std::fill(out + i * B + valid, out + (i + 1) * B, 0.0f);
-          }
-          continue;
-        }
-        if (valid < B) std::fill(out, out + w * B, 0.0f);
-        for (int64_t k = 0; k < valid; ++k) {
-          const float* in = src + ((img * c + cb * B + k) * h + row) * w;
-          for (int64_t i = 0; i < w; ++i) out[i * B + k] = in[i];
-        }
+        const float* in = last ? src + ((img * h + row) * w) * c + cb * B : src + ((img * c + cb * B) * h + row) * w;
+        k->reorder_in(in, last ? 1 : h * w, last ? c : 1, valid, (end - r) * w, dst + r * w * B);
+        r = end;
       }
     });
     return Status::ok();
@@ -70,6 +65,7 @@ class ReorderInputKernel final : public Kernel {
 
  private:
   std::string label_;
+  const nchwc::Kernels* kernels_;
   int64_t block_;
   bool channels_last_;
 };
@@ -78,7 +74,7 @@ class ReorderOutputKernel final : public Kernel {
  public:
   explicit ReorderOutputKernel(const KernelInfo& info)
       : label_(info.label()),
-        block_(required_block(info)),
+        kernels_(required_kernels(info)), block_(kernels_->block),
         channels_(info.attr_int("channels", -1)),
         channels_last_(info.attr_int("channels_last", 0) != 0) {
     if (channels_ <= 0) throw Error(invalid_model(label_, ": attribute channels must be positive, got ", channels_));
@@ -100,23 +96,17 @@ class ReorderOutputKernel final : public Kernel {
     float* dst = y.data<float>();
     const int64_t blocks = cp / B;
     const bool last = channels_last_;
+    const nchwc::Kernels* k = kernels_;
     parallel_for(ctx.thread_pool(), n * blocks * h, static_cast<double>(w * B), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t row = r % h, cb = (r / h) % blocks, img = r / h / blocks;
-        const float* in = src + r * w * B;
+      for (int64_t r = r0; r < r1;) {
+        const int64_t plane = r / h, end = std::min(r1, (plane + 1) * h);
+        const int64_t cb = plane % blocks, img = plane / blocks, row = r % h;
         const int64_t valid = std::min(B, c - cb * B);
-        if (valid <= 0) continue;
-        if (last) {
-          float* out = dst + ((img * h + row) * w) * c + cb * B;
-          for (int64_t i = 0; i < w; ++i) {
-            std::memcpy(out + i * c, in + i * B, static_cast<size_t>(valid) * sizeof(float));
-          }
-          continue;
+        if (valid > 0) {
+          float* out = last ? dst + ((img * h + row) * w) * c + cb * B : dst + ((img * c + cb * B) * h + row) * w;
+          k->reorder_out(src + r * w * B, last ? 1 : h * w, last ? c : 1, valid, (end - r) * w, out);
         }
-        for (int64_t k = 0; k < valid; ++k) {
-          float* out = dst + ((img * c + cb * B + k) * h + row) * w;
-          for (int64_t i = 0; i < w; ++i) out[i] = in[i * B + k];
-        }
+        r = end;
       }
     });
     return Status::ok();
@@ -124,6 +114,7 @@ class ReorderOutputKernel final : public Kernel {
 
  private:
   std::string label_;
+  const nchwc::Kernels* kernels_;
   int64_t block_;
   int64_t channels_;
   bool channels_last_;
