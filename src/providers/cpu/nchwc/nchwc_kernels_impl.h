@@ -257,8 +257,13 @@ ONYX_NCHWC_TARGET void depthwise(const ConvJob& job, int64_t ob, int64_t q0, int
 // Taps [lo, hi) of a window starting at input index `start` (stride
 // `dilation`) that fall inside [0, limit).
 inline void window_range(int64_t start, int64_t dilation, int64_t kernel, int64_t limit, int64_t& lo, int64_t& hi) {
-  lo = start < 0 ? (-start + dilation - 1) / dilation : 0;
-  hi = limit - start <= 0 ? 0 : std::min(kernel, (limit - start + dilation - 1) / dilation);
+  if (dilation == 1) {
+    lo = start < 0 ? -start : 0;
+    hi = std::min(kernel, limit - start);
+  } else {
+    lo = start < 0 ? (-start + dilation - 1) / dilation : 0;
+    hi = limit - start <= 0 ? 0 : std::min(kernel, (limit - start + dilation - 1) / dilation);
+  }
   if (hi < lo) hi = lo;
 }
 
@@ -271,53 +276,51 @@ ONYX_NCHWC_INLINE V pool_combine(V a, V b) {
   }
 }
 
-// Output pixel (oh, ow) with its window clipped to the input (borders).
-template <bool kIsMax>
-ONYX_NCHWC_TARGET void pool_clipped(const PoolJob& j, const float* x, float* y, int64_t oh, int64_t ow) {
-  const int64_t ih0 = oh * j.stride_h - j.pad_top;
-  int64_t kh0, kh1, kh_pad0, kh_pad1;
-  window_range(ih0, j.dilation_h, j.kernel_h, j.in_h, kh0, kh1);
-  window_range(ih0, j.dilation_h, j.kernel_h, j.in_h + j.pad_bottom, kh_pad0, kh_pad1);
-  const int64_t iw0 = ow * j.stride_w - j.pad_left;
-  int64_t kw0, kw1, kw_pad0, kw_pad1;
-  window_range(iw0, j.dilation_w, j.kernel_w, j.in_w, kw0, kw1);
-  window_range(iw0, j.dilation_w, j.kernel_w, j.in_w + j.pad_right, kw_pad0, kw_pad1);
-  V acc = kIsMax ? Isa::set1(-std::numeric_limits<float>::infinity()) : Isa::zero();
-  for (int64_t kh = kh0; kh < kh1; ++kh) {
-    const float* row = x + ((ih0 + kh * j.dilation_h) * j.in_w + iw0) * kB;
-    for (int64_t kw = kw0; kw < kw1; ++kw) acc = pool_combine<kIsMax>(acc, Isa::load(row + kw * j.dilation_w * kB));
-  }
-  const int64_t valid = (kh1 - kh0) * (kw1 - kw0);
-  if (!kIsMax) {
-    // Padding taps count from the window's start (always inside the begin
-    // padding) to the end padding's edge.
-    const int64_t count = j.count_include_pad ? kh_pad1 * kw_pad1 : valid;
-    acc = count > 0 ? Isa::mul(acc, Isa::set1(1.0f / static_cast<float>(count))) : Isa::zero();
-  } else if (valid == 0) {
-    acc = Isa::zero();
-  }
-  Isa::store(y + (oh * j.out_w + ow) * kB, acc);
-}
-
-// Output pixels [ow0, ow0 + N) of row oh whose windows lie inside the input:
-// one vector op per tap and pixel, N independent chains.
+// Output pixels [ow0, ow0 + N) of row oh over window taps [kh0, kh1) x
+// [kw0, kw1), all inside the input (not empty): one vector op per tap and
+// pixel, N independent chains; averages are scaled by `scale`.
 template <bool kIsMax, int N>
-ONYX_NCHWC_INLINE void pool_inside(const PoolJob& j, const float* x, float* y, int64_t oh, int64_t ow0, V scale) {
-  const float* base = x + ((oh * j.stride_h - j.pad_top) * j.in_w + ow0 * j.stride_w - j.pad_left) * kB;
+ONYX_NCHWC_INLINE void pool_span(const PoolJob& j, const float* x, float* y, int64_t oh, int64_t ow0, int64_t kh0,
+                                 int64_t kh1, int64_t kw0, int64_t kw1, V scale) {
   const int64_t pixel = j.stride_w * kB, tap_w = j.dilation_w * kB, tap_h = j.dilation_h * j.in_w * kB;
+  const float* base =
+      x + ((oh * j.stride_h - j.pad_top) * j.in_w + ow0 * j.stride_w - j.pad_left) * kB + kh0 * tap_h + kw0 * tap_w;
+  const int64_t taps_w = kw1 - kw0;
   V acc[N];
 #pragma GCC unroll 8
   for (int n = 0; n < N; ++n) acc[n] = Isa::load(base + n * pixel);
-  for (int64_t kh = 0; kh < j.kernel_h; ++kh) {
-    const float* row = base + kh * tap_h;
-    for (int64_t kw = kh == 0 ? 1 : 0; kw < j.kernel_w; ++kw) {
+  for (int64_t kh = kh0; kh < kh1; ++kh, base += tap_h) {
+    for (int64_t kw = kh == kh0 ? 1 : 0; kw < taps_w; ++kw) {
 #pragma GCC unroll 8
-      for (int n = 0; n < N; ++n) acc[n] = pool_combine<kIsMax>(acc[n], Isa::load(row + kw * tap_w + n * pixel));
+      for (int n = 0; n < N; ++n) acc[n] = pool_combine<kIsMax>(acc[n], Isa::load(base + kw * tap_w + n * pixel));
     }
   }
   float* out = y + (oh * j.out_w + ow0) * kB;
 #pragma GCC unroll 8
   for (int n = 0; n < N; ++n) Isa::store(out + n * kB, kIsMax ? acc[n] : Isa::mul(acc[n], scale));
+}
+
+// Output pixel (oh, ow) with its window clipped to the input (borders), over
+// window rows [kh0, kh1) (clipped already; kh_pad1 ends the padded window).
+template <bool kIsMax>
+ONYX_NCHWC_TARGET void pool_edge(const PoolJob& j, const float* x, float* y, int64_t oh, int64_t ow, int64_t kh0,
+                                 int64_t kh1, int64_t kh_pad1) {
+  const int64_t iw0 = ow * j.stride_w - j.pad_left;
+  int64_t kw0, kw1, kw_pad0, kw_pad1;
+  window_range(iw0, j.dilation_w, j.kernel_w, j.in_w, kw0, kw1);
+  const int64_t valid = (kh1 - kh0) * (kw1 - kw0);
+  int64_t count = valid;
+  if (!kIsMax && j.count_include_pad) {
+    // Padding taps count from the window's start (always inside the begin
+    // padding) to the end padding's edge.
+    window_range(iw0, j.dilation_w, j.kernel_w, j.in_w + j.pad_right, kw_pad0, kw_pad1);
+    count = kh_pad1 * kw_pad1;
+  }
+  if (valid == 0 || count <= 0) {
+    Isa::store(y + (oh * j.out_w + ow) * kB, Isa::zero());
+    return;
+  }
+  pool_span<kIsMax, 1>(j, x, y, oh, ow, kh0, kh1, kw0, kw1, Isa::set1(1.0f / static_cast<float>(count)));
 }
 
 template <bool kIsMax>
@@ -328,23 +331,36 @@ ONYX_NCHWC_TARGET void pool_rows(const PoolJob& j, int64_t r0, int64_t r1) {
   if (j.in_w - 1 - span_w + j.pad_left >= 0) hi = (j.in_w - 1 - span_w + j.pad_left) / j.stride_w + 1;
   hi = std::min(hi, j.out_w);
   lo = std::min(lo, hi);
-  const int64_t span_h = (j.kernel_h - 1) * j.dilation_h;
-  // Inside windows count all their taps, padding or not.
-  const V scale = Isa::set1(1.0f / static_cast<float>(j.kernel_h * j.kernel_w));
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t plane = r / j.out_h, oh = r % j.out_h;
     const float* x = j.x + plane * j.in_h * j.in_w * kB;
     float* y = j.y + plane * j.out_h * j.out_w * kB;
     const int64_t ih0 = oh * j.stride_h - j.pad_top;
-    if (ih0 < 0 || ih0 + span_h >= j.in_h) {
-      for (int64_t ow = 0; ow < j.out_w; ++ow) pool_clipped<kIsMax>(j, x, y, oh, ow);
+    int64_t kh0, kh1, kh_pad0, kh_pad1;
+    window_range(ih0, j.dilation_h, j.kernel_h, j.in_h, kh0, kh1);
+    window_range(ih0, j.dilation_h, j.kernel_h, j.in_h + j.pad_bottom, kh_pad0, kh_pad1);
+    // Windows inside the width count kernel_w taps per row: the rows inside
+    // the height, or with count_include_pad those up to the end padding.
+    const int64_t count = (j.count_include_pad ? kh_pad1 : kh1 - kh0) * j.kernel_w;
+    if (kh1 <= kh0 || count <= 0) {
+      for (int64_t ow = 0; ow < j.out_w; ++ow) Isa::store(y + (oh * j.out_w + ow) * kB, Isa::zero());
       continue;
     }
-    for (int64_t ow = 0; ow < lo; ++ow) pool_clipped<kIsMax>(j, x, y, oh, ow);
+    const V scale = Isa::set1(1.0f / static_cast<float>(count));
+    for (int64_t ow = 0; ow < lo; ++ow) pool_edge<kIsMax>(j, x, y, oh, ow, kh0, kh1, kh_pad1);
     int64_t ow = lo;
-    for (; ow + 4 <= hi; ow += 4) pool_inside<kIsMax, 4>(j, x, y, oh, ow, scale);
-    for (; ow < hi; ++ow) pool_inside<kIsMax, 1>(j, x, y, oh, ow, scale);
-    for (ow = hi; ow < j.out_w; ++ow) pool_clipped<kIsMax>(j, x, y, oh, ow);
+    const int64_t kw1 = j.kernel_w;
+    for (; ow + 8 <= hi; ow += 8) pool_span<kIsMax, 8>(j, x, y, oh, ow, kh0, kh1, 0, kw1, scale);
+    if (ow + 4 <= hi) {
+      pool_span<kIsMax, 4>(j, x, y, oh, ow, kh0, kh1, 0, kw1, scale);
+      ow += 4;
+    }
+    if (ow + 2 <= hi) {
+      pool_span<kIsMax, 2>(j, x, y, oh, ow, kh0, kh1, 0, kw1, scale);
+      ow += 2;
+    }
+    if (ow < hi) pool_span<kIsMax, 1>(j, x, y, oh, ow++, kh0, kh1, 0, kw1, scale);
+    for (ow = hi; ow < j.out_w; ++ow) pool_edge<kIsMax>(j, x, y, oh, ow, kh0, kh1, kh_pad1);
   }
 }
 
