@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 
+#include <sys/mman.h>
+
 namespace onyx::model {
 namespace {
 
@@ -76,6 +78,21 @@ void copy_raw_data(const uint8_t* src, size_t bytes, uint8_t* dst) {
   }
 }
 
+// A large weight copied out of the model gets a mapping of its own: freeing it
+// (once kernels have packed their own copies) returns its memory at once and
+// leaves no hole in the heap for later allocations, packed weights among them,
+// to land in. Small ones come from the host allocator.
+Result<Tensor> allocate_weight(DataType dtype, const Shape& shape, size_t bytes) {
+  constexpr size_t kOwnMappingBytes = size_t{1} << 20;
+  if (bytes >= kOwnMappingBytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      return Tensor::borrow(dtype, shape, p, Device{}, std::shared_ptr<void>(p, [bytes](void* q) { munmap(q, bytes); }));
+    }
+  }
+  return Tensor::create(dtype, shape);
+}
+
 }  // namespace
 
 Result<Tensor> tensor_from_proto(const TensorProto& proto) {
@@ -99,6 +116,12 @@ Result<Tensor> tensor_from_proto(const TensorProto& proto) {
       std::shared_ptr<void> keep(std::const_pointer_cast<void>(proto.backing), const_cast<uint8_t*>(src));
       return Tensor::borrow(dtype, shape, const_cast<uint8_t*>(src), Device{}, keep);
     }
+  }
+  if (proto.has_raw_data && dtype != DataType::kString && !is_packed_4bit(dtype) && !is_packed_2bit(dtype) &&
+      nonempty_and_fills(shape, dtype_size(dtype), proto.raw_data.size())) {
+    ONYX_ASSIGN_OR_RETURN(Tensor t, allocate_weight(dtype, shape, proto.raw_data.size()));
+    copy_raw_data(reinterpret_cast<const uint8_t*>(proto.raw_data.data()), t.bytes(), static_cast<uint8_t*>(t.raw_data()));
+    return t;
   }
   ONYX_ASSIGN_OR_RETURN(Tensor t, Tensor::create(dtype, shape));
   const int64_t n = t.size();
