@@ -25,43 +25,38 @@ using testing::attr_ints;
 using testing::attr_string;
 using testing::run_kernel;
 
-constexpr const char *kDomain = "com.microsoft.nchwc";
+constexpr const char* kDomain = "com.microsoft.nchwc";
 
-#define SKIP_WITHOUT_NCHWC()                                                   \
-  if (cpu::nchwc_block_size() == 1)                                            \
-  GTEST_SKIP() << "the CPU has neither AVX-512F nor AVX2 with FMA, "           \
+#define SKIP_WITHOUT_NCHWC()                                         \
+  if (cpu::nchwc_block_size() == 1)                                  \
+  GTEST_SKIP() << "the CPU has neither AVX-512F nor AVX2 with FMA, " \
                   "so the NCHWc layout is not used"
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,
-                                 float hi = 1.0f) {
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
-  for (auto &x : v)
-    x = dist(rng);
+  for (auto& x : v) x = dist(rng);
   return v;
 }
 
-Tensor make(const std::vector<float> &v, Shape shape) {
-  return Tensor::from_vector<float>(v, std::move(shape));
-}
+Tensor make(const std::vector<float>& v, Shape shape) { return Tensor::from_vector<float>(v, std::move(shape)); }
 
-model::AttributeProto proto_ints(const char *name,
-                                 std::vector<int64_t> values) {
+model::AttributeProto proto_ints(const char* name, std::vector<int64_t> values) {
   model::AttributeProto a;
   a.name = name;
   a.type = model::AttributeProto::INTS;
   a.ints = std::move(values);
   return a;
 }
-model::AttributeProto proto_int(const char *name, int64_t value) {
+model::AttributeProto proto_int(const char* name, int64_t value) {
   model::AttributeProto a;
   a.name = name;
   a.type = model::AttributeProto::INT;
   a.i = value;
   return a;
 }
-model::AttributeProto proto_string(const char *name, const std::string &value) {
+model::AttributeProto proto_string(const char* name, const std::string& value) {
   model::AttributeProto a;
   a.name = name;
   a.type = model::AttributeProto::STRING;
@@ -72,49 +67,42 @@ model::AttributeProto proto_string(const char *name, const std::string &value) {
 int64_t round_up(int64_t c, int64_t b) { return (c + b - 1) / b * b; }
 
 // NCHW [n][c][h][w] -> blocked [n][cp/B][h][w][B], padding channels zero.
-std::vector<float> to_blocked(const std::vector<float> &x, int64_t n, int64_t c,
-                              int64_t h, int64_t w, int64_t b) {
+std::vector<float> to_blocked(const std::vector<float>& x, int64_t n, int64_t c, int64_t h, int64_t w, int64_t b) {
   const int64_t cp = round_up(c, b);
   std::vector<float> y(static_cast<size_t>(n * cp * h * w), 0.0f);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t k = 0; k < c; ++k)
       for (int64_t r = 0; r < h * w; ++r)
-        y[static_cast<size_t>((((i * (cp / b) + k / b) * h * w) + r) * b +
-                              k % b)] =
+        y[static_cast<size_t>((((i * (cp / b) + k / b) * h * w) + r) * b + k % b)] =
             x[static_cast<size_t>((i * c + k) * h * w + r)];
   return y;
 }
 
 // Blocked [n][cp/B][h][w][B] -> NCHW with the first c channels.
-std::vector<float> from_blocked(const float *x, int64_t n, int64_t c,
-                                int64_t cp, int64_t h, int64_t w, int64_t b) {
+std::vector<float> from_blocked(const float* x, int64_t n, int64_t c, int64_t cp, int64_t h, int64_t w, int64_t b) {
   std::vector<float> y(static_cast<size_t>(n * c * h * w));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t k = 0; k < c; ++k)
       for (int64_t r = 0; r < h * w; ++r)
-        y[static_cast<size_t>((i * c + k) * h * w + r)] =
-            x[(((i * (cp / b) + k / b) * h * w) + r) * b + k % b];
+        y[static_cast<size_t>((i * c + k) * h * w + r)] = x[(((i * (cp / b) + k / b) * h * w) + r) * b + k % b];
   return y;
 }
 
 // ONNX W [o][i][kh][kw] -> OIHWBiBo [o/B][i/B][kh][kw][bi][bo].
-std::vector<float> weights_blocked(const std::vector<float> &w, int64_t o,
-                                   int64_t i, int64_t kh, int64_t kw,
+std::vector<float> weights_blocked(const std::vector<float>& w, int64_t o, int64_t i, int64_t kh, int64_t kw,
                                    int64_t b) {
   std::vector<float> y(w.size());
   for (int64_t a = 0; a < o; ++a)
     for (int64_t c = 0; c < i; ++c)
       for (int64_t r = 0; r < kh * kw; ++r)
-        y[static_cast<size_t>(
-            (((a / b) * (i / b) + c / b) * kh * kw + r) * b * b + (c % b) * b +
-            a % b)] = w[static_cast<size_t>((a * i + c) * kh * kw + r)];
+        y[static_cast<size_t>((((a / b) * (i / b) + c / b) * kh * kw + r) * b * b + (c % b) * b + a % b)] =
+            w[static_cast<size_t>((a * i + c) * kh * kw + r)];
   return y;
 }
 
 // ONNX W [o][i][kh][kw] -> OIHWBo [o/B][i][kh][kw][bo] (NCHW input; depthwise
 // with i = 1).
-std::vector<float> weights_bo(const std::vector<float> &w, int64_t o, int64_t i,
-                              int64_t kh, int64_t kw, int64_t b) {
+std::vector<float> weights_bo(const std::vector<float>& w, int64_t o, int64_t i, int64_t kh, int64_t kw, int64_t b) {
   std::vector<float> y(w.size());
   for (int64_t a = 0; a < o; ++a)
     for (int64_t c = 0; c < i; ++c)
@@ -124,20 +112,13 @@ std::vector<float> weights_bo(const std::vector<float> &w, int64_t o, int64_t i,
   return y;
 }
 
-double activate(double v, const std::string &act, const std::vector<float> &p) {
-  if (act == "Relu")
-    return std::max(v, 0.0);
-  if (act == "LeakyRelu")
-    return v >= 0 ? v : p[0] * v;
-  if (act == "Clip")
-    return std::min(std::max(v, static_cast<double>(p[0])),
-                    static_cast<double>(p[1]));
-  if (act == "HardSigmoid")
-    return std::max(0.0, std::min(1.0, p[0] * v + p[1]));
-  if (act == "Sigmoid")
-    return 1.0 / (1.0 + std::exp(-v));
-  if (act == "Tanh")
-    return std::tanh(v);
+double activate(double v, const std::string& act, const std::vector<float>& p) {
+  if (act == "Relu") return std::max(v, 0.0);
+  if (act == "LeakyRelu") return v >= 0 ? v : p[0] * v;
+  if (act == "Clip") return std::min(std::max(v, static_cast<double>(p[0])), static_cast<double>(p[1]));
+  if (act == "HardSigmoid") return std::max(0.0, std::min(1.0, p[0] * v + p[1]));
+  if (act == "Sigmoid") return 1.0 / (1.0 + std::exp(-v));
+  if (act == "Tanh") return std::tanh(v);
   return v;
 }
 
@@ -149,32 +130,24 @@ struct ConvCase {
   bool sum = false;
   std::string activation;
   std::string auto_pad = "NOTSET";
-  int64_t oh = 0, ow = 0; // filled by geometry()
+  int64_t oh = 0, ow = 0;  // filled by geometry()
   int64_t pad_top = 0, pad_left = 0;
 
-  static ConvCase make(int64_t n, int64_t c, int64_t h, int64_t w, int64_t o,
-                       int64_t kh, int64_t kw) {
+  static ConvCase make(int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t kh, int64_t kw) {
     ConvCase p;
     p.n = n, p.c = c, p.h = h, p.w = w, p.o = o, p.kh = kh, p.kw = kw;
     return p;
   }
-  ConvCase &strides(int64_t a, int64_t b) { return sh = a, sw = b, *this; }
-  ConvCase &dilations(int64_t a, int64_t b) { return dh = a, dw = b, *this; }
-  ConvCase &pads(int64_t t, int64_t l, int64_t b, int64_t r) {
-    return pt = t, pl = l, pb = b, pr = r, *this;
-  }
-  ConvCase &depthwise_conv() { return depthwise = true, *this; }
-  ConvCase &with_sum() { return sum = true, *this; }
-  ConvCase &with_activation(std::string a) {
-    return activation = std::move(a), *this;
-  }
-  ConvCase &with_auto_pad(std::string a) {
-    return auto_pad = std::move(a), *this;
-  }
+  ConvCase& strides(int64_t a, int64_t b) { return sh = a, sw = b, *this; }
+  ConvCase& dilations(int64_t a, int64_t b) { return dh = a, dw = b, *this; }
+  ConvCase& pads(int64_t t, int64_t l, int64_t b, int64_t r) { return pt = t, pl = l, pb = b, pr = r, *this; }
+  ConvCase& depthwise_conv() { return depthwise = true, *this; }
+  ConvCase& with_sum() { return sum = true, *this; }
+  ConvCase& with_activation(std::string a) { return activation = std::move(a), *this; }
+  ConvCase& with_auto_pad(std::string a) { return auto_pad = std::move(a), *this; }
 
   void geometry() {
-    auto axis = [&](int64_t in, int64_t k, int64_t s, int64_t d, int64_t &pb0,
-                    int64_t pe, int64_t &out) {
+    auto axis = [&](int64_t in, int64_t k, int64_t s, int64_t d, int64_t& pb0, int64_t pe, int64_t& out) {
       const int64_t ext = (k - 1) * d + 1;
       if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
         out = (in + s - 1) / s;
@@ -191,22 +164,16 @@ struct ConvCase {
   }
 };
 
-std::vector<float> activation_params(const std::string &act) {
-  if (act == "LeakyRelu")
-    return {0.1f};
-  if (act == "Clip")
-    return {-0.3f, 0.4f};
-  if (act == "HardSigmoid")
-    return {0.3f, 0.45f};
+std::vector<float> activation_params(const std::string& act) {
+  if (act == "LeakyRelu") return {0.1f};
+  if (act == "Clip") return {-0.3f, 0.4f};
+  if (act == "HardSigmoid") return {0.3f, 0.45f};
   return {};
 }
 
 // Y (NCHW) = activation(conv(x, w) + bias + sum) in double.
-std::vector<double> reference_conv(const ConvCase &p,
-                                   const std::vector<float> &x,
-                                   const std::vector<float> &w,
-                                   const std::vector<float> &bias,
-                                   const std::vector<float> *sum) {
+std::vector<double> reference_conv(const ConvCase& p, const std::vector<float>& x, const std::vector<float>& w,
+                                   const std::vector<float>& bias, const std::vector<float>* sum) {
   const int64_t ci = p.depthwise ? 1 : p.c;
   std::vector<double> y(static_cast<size_t>(p.n * p.o * p.oh * p.ow));
   const auto params = activation_params(p.activation);
@@ -219,39 +186,29 @@ std::vector<double> reference_conv(const ConvCase &p,
             const int64_t xc = p.depthwise ? o : c;
             for (int64_t i = 0; i < p.kh; ++i)
               for (int64_t j = 0; j < p.kw; ++j) {
-                const int64_t ih = oh * p.sh - p.pad_top + i * p.dh,
-                              iw = ow * p.sw - p.pad_left + j * p.dw;
-                if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w)
-                  continue;
-                acc += static_cast<double>(x[static_cast<size_t>(
-                           ((n * p.c + xc) * p.h + ih) * p.w + iw)]) *
-                       w[static_cast<size_t>(((o * ci + c) * p.kh + i) * p.kw +
-                                             j)];
+                const int64_t ih = oh * p.sh - p.pad_top + i * p.dh, iw = ow * p.sw - p.pad_left + j * p.dw;
+                if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w) continue;
+                acc += static_cast<double>(x[static_cast<size_t>(((n * p.c + xc) * p.h + ih) * p.w + iw)]) *
+                       w[static_cast<size_t>(((o * ci + c) * p.kh + i) * p.kw + j)];
               }
           }
-          const size_t k =
-              static_cast<size_t>(((n * p.o + o) * p.oh + oh) * p.ow + ow);
-          if (sum != nullptr)
-            acc += (*sum)[k];
+          const size_t k = static_cast<size_t>(((n * p.o + o) * p.oh + oh) * p.ow + ow);
+          if (sum != nullptr) acc += (*sum)[k];
           y[k] = activate(acc, p.activation, params);
         }
   return y;
 }
 
-void expect_close(const std::vector<float> &got,
-                  const std::vector<double> &want, const std::string &what) {
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_NEAR(got[i], want[i], 1e-4 * (1.0 + std::fabs(want[i])))
-        << what << " at element " << i;
+    ASSERT_NEAR(got[i], want[i], 1e-4 * (1.0 + std::fabs(want[i]))) << what << " at element " << i;
   }
 }
 
-std::vector<graph::Attribute> conv_attributes(const ConvCase &p) {
-  std::vector<graph::Attribute> a = {attr_ints("kernel_shape", {p.kh, p.kw}),
-                                     attr_ints("strides", {p.sh, p.sw}),
-                                     attr_ints("dilations", {p.dh, p.dw}),
-                                     attr_int("group", p.depthwise ? p.c : 1)};
+std::vector<graph::Attribute> conv_attributes(const ConvCase& p) {
+  std::vector<graph::Attribute> a = {attr_ints("kernel_shape", {p.kh, p.kw}), attr_ints("strides", {p.sh, p.sw}),
+                                     attr_ints("dilations", {p.dh, p.dw}), attr_int("group", p.depthwise ? p.c : 1)};
   if (p.auto_pad == "NOTSET") {
     a.push_back(attr_ints("pads", {p.pt, p.pl, p.pb, p.pr}));
   } else {
@@ -260,8 +217,7 @@ std::vector<graph::Attribute> conv_attributes(const ConvCase &p) {
   if (!p.activation.empty()) {
     a.push_back(attr_string("activation", p.activation));
     const auto params = activation_params(p.activation);
-    if (!params.empty())
-      a.push_back(attr_floats("activation_params", params));
+    if (!params.empty()) a.push_back(attr_floats("activation_params", params));
   }
   return a;
 }
@@ -270,41 +226,31 @@ std::vector<graph::Attribute> conv_attributes(const ConvCase &p) {
 void check_conv(ConvCase p, int threads) {
   const int64_t b = cpu::nchwc_block_size();
   p.geometry();
-  const std::string what =
-      "conv c=" + std::to_string(p.c) + " o=" + std::to_string(p.o) +
-      " k=" + std::to_string(p.kh) + "x" + std::to_string(p.kw) +
-      " s=" + std::to_string(p.sh) + " hw=" + std::to_string(p.h) + "x" +
-      std::to_string(p.w) + " act=" + p.activation +
-      " threads=" + std::to_string(threads);
+  const std::string what = "conv c=" + std::to_string(p.c) + " o=" + std::to_string(p.o) +
+                           " k=" + std::to_string(p.kh) + "x" + std::to_string(p.kw) + " s=" + std::to_string(p.sh) +
+                           " hw=" + std::to_string(p.h) + "x" + std::to_string(p.w) + " act=" + p.activation +
+                           " threads=" + std::to_string(threads);
   const bool nchw_input = !p.depthwise && p.c < b;
   const int64_t ci = p.depthwise ? 1 : p.c;
   const auto x = random_floats(static_cast<size_t>(p.n * p.c * p.h * p.w), 1);
-  const auto w = random_floats(static_cast<size_t>(p.o * ci * p.kh * p.kw), 2,
-                               -0.5f, 0.5f);
+  const auto w = random_floats(static_cast<size_t>(p.o * ci * p.kh * p.kw), 2, -0.5f, 0.5f);
   const auto bias = random_floats(static_cast<size_t>(p.o), 3);
-  const auto sum =
-      random_floats(static_cast<size_t>(p.n * p.o * p.oh * p.ow), 4);
+  const auto sum = random_floats(static_cast<size_t>(p.n * p.o * p.oh * p.ow), 4);
   const auto want = reference_conv(p, x, w, bias, p.sum ? &sum : nullptr);
 
   std::vector<Value> inputs;
   inputs.emplace_back(nchw_input ? make(x, {p.n, p.c, p.h, p.w})
-                                 : make(to_blocked(x, p.n, p.c, p.h, p.w, b),
-                                        {p.n, p.c, p.h, p.w}));
-  inputs.emplace_back(make(p.depthwise || nchw_input
-                               ? weights_bo(w, p.o, ci, p.kh, p.kw, b)
-                               : weights_blocked(w, p.o, ci, p.kh, p.kw, b),
-                           {p.o, ci, p.kh, p.kw}));
+                                 : make(to_blocked(x, p.n, p.c, p.h, p.w, b), {p.n, p.c, p.h, p.w}));
+  inputs.emplace_back(make(
+      p.depthwise || nchw_input ? weights_bo(w, p.o, ci, p.kh, p.kw, b) : weights_blocked(w, p.o, ci, p.kh, p.kw, b),
+      {p.o, ci, p.kh, p.kw}));
   inputs.emplace_back(make(bias, {p.o}));
-  if (p.sum)
-    inputs.emplace_back(
-        make(to_blocked(sum, p.n, p.o, p.oh, p.ow, b), {p.n, p.o, p.oh, p.ow}));
-  auto run =
-      run_kernel("Conv", 1, inputs, conv_attributes(p), 1, kDomain, threads);
+  if (p.sum) inputs.emplace_back(make(to_blocked(sum, p.n, p.o, p.oh, p.ow, b), {p.n, p.o, p.oh, p.ow}));
+  auto run = run_kernel("Conv", 1, inputs, conv_attributes(p), 1, kDomain, threads);
   ASSERT_TRUE(run.status.is_ok()) << what << ": " << run.status.message();
-  const Tensor &y = run.outputs[0].tensor();
+  const Tensor& y = run.outputs[0].tensor();
   ASSERT_EQ(y.shape(), (Shape{p.n, p.o, p.oh, p.ow})) << what;
-  expect_close(from_blocked(y.data<float>(), p.n, p.o, p.o, p.oh, p.ow, b),
-               want, what);
+  expect_close(from_blocked(y.data<float>(), p.n, p.o, p.o, p.oh, p.ow, b), want, what);
 }
 
 TEST(Nchwc, BlockSizeMatchesTheCpu) {
@@ -319,58 +265,33 @@ TEST(Nchwc, ConvRegular) {
   std::vector<ConvCase> cases;
   // 1x1 stride 1 (pixels across rows), odd widths, several output groups.
   cases.push_back(ConvCase::make(1, 2 * b, 5, 7, 5 * b, 1, 1));
-  cases.push_back(ConvCase::make(2, b, 3, 13, 2 * b, 1, 1)
-                      .with_sum()
-                      .with_activation("Relu"));
+  cases.push_back(ConvCase::make(2, b, 3, 13, 2 * b, 1, 1).with_sum().with_activation("Relu"));
   // 1x1 stride 2, 3x3 pad 1 stride 1 and 2, 7x7 stride 2 pad 3.
   cases.push_back(ConvCase::make(1, 2 * b, 9, 11, 3 * b, 1, 1).strides(2, 2));
   cases.push_back(ConvCase::make(1, 3 * b, 7, 7, 4 * b, 3, 3).pads(1, 1, 1, 1));
-  cases.push_back(ConvCase::make(2, b, 10, 9, b, 3, 3)
-                      .strides(2, 2)
-                      .pads(1, 1, 1, 1)
-                      .with_sum()
-                      .with_activation("Clip"));
   cases.push_back(
-      ConvCase::make(1, b, 15, 13, 2 * b, 7, 7).strides(2, 2).pads(3, 3, 3, 3));
+      ConvCase::make(2, b, 10, 9, b, 3, 3).strides(2, 2).pads(1, 1, 1, 1).with_sum().with_activation("Clip"));
+  cases.push_back(ConvCase::make(1, b, 15, 13, 2 * b, 7, 7).strides(2, 2).pads(3, 3, 3, 3));
   // Dilation, asymmetric pads, different strides per axis, a 2x5 kernel.
-  cases.push_back(ConvCase::make(1, b, 11, 12, 2 * b, 3, 3)
-                      .strides(1, 2)
-                      .dilations(2, 3)
-                      .pads(2, 0, 1, 3));
+  cases.push_back(ConvCase::make(1, b, 11, 12, 2 * b, 3, 3).strides(1, 2).dilations(2, 3).pads(2, 0, 1, 3));
   cases.push_back(ConvCase::make(1, 2 * b, 6, 17, b, 2, 5).pads(0, 2, 1, 2));
   // auto_pad, and enough input channels for several weight chunks.
-  cases.push_back(ConvCase::make(1, 2 * b, 5, 6, b, 3, 3)
-                      .strides(2, 2)
-                      .with_auto_pad("SAME_UPPER"));
-  cases.push_back(
-      ConvCase::make(1, 2 * b, 5, 6, b, 3, 3).with_auto_pad("SAME_LOWER"));
-  cases.push_back(ConvCase::make(1, 48 * b, 4, 5, 5 * b, 3, 3)
-                      .pads(1, 1, 1, 1)
-                      .with_sum()
-                      .with_activation("Relu"));
-  // Small W, many pixels: each task takes all output blocks for blocks of
-  // pixels.
-  cases.push_back(ConvCase::make(1, 16 * b, 9, 11, 5 * b, 1, 1)
-                      .with_sum()
-                      .with_activation("Relu"));
-  cases.push_back(
-      ConvCase::make(2, 4 * b, 10, 13, 5 * b, 3, 3).pads(1, 1, 1, 1));
+  cases.push_back(ConvCase::make(1, 2 * b, 5, 6, b, 3, 3).strides(2, 2).with_auto_pad("SAME_UPPER"));
+  cases.push_back(ConvCase::make(1, 2 * b, 5, 6, b, 3, 3).with_auto_pad("SAME_LOWER"));
+  cases.push_back(ConvCase::make(1, 48 * b, 4, 5, 5 * b, 3, 3).pads(1, 1, 1, 1).with_sum().with_activation("Relu"));
+  // Small W, many pixels: each task takes all output blocks for blocks of pixels.
+  cases.push_back(ConvCase::make(1, 16 * b, 9, 11, 5 * b, 1, 1).with_sum().with_activation("Relu"));
+  cases.push_back(ConvCase::make(2, 4 * b, 10, 13, 5 * b, 3, 3).pads(1, 1, 1, 1));
   for (int threads : {1, 2}) {
-    for (const auto &p : cases)
-      check_conv(p, threads);
+    for (const auto& p : cases) check_conv(p, threads);
   }
 }
 
 TEST(Nchwc, ConvActivations) {
   SKIP_WITHOUT_NCHWC();
   const int64_t b = cpu::nchwc_block_size();
-  for (const char *act :
-       {"Relu", "LeakyRelu", "Clip", "HardSigmoid", "Sigmoid", "Tanh"}) {
-    check_conv(ConvCase::make(1, b, 6, 7, 2 * b, 3, 3)
-                   .pads(1, 1, 1, 1)
-                   .with_sum()
-                   .with_activation(act),
-               1);
+  for (const char* act : {"Relu", "LeakyRelu", "Clip", "HardSigmoid", "Sigmoid", "Tanh"}) {
+    check_conv(ConvCase::make(1, b, 6, 7, 2 * b, 3, 3).pads(1, 1, 1, 1).with_sum().with_activation(act), 1);
     check_conv(ConvCase::make(1, b, 5, 5, b, 3, 3).with_activation(act), 2);
   }
 }
@@ -380,22 +301,13 @@ TEST(Nchwc, ConvNchwInputAndDepthwise) {
   const int64_t b = cpu::nchwc_block_size();
   std::vector<ConvCase> cases;
   // The 3-channel first layer of a CNN: NCHW input, 7x7 stride 2 pad 3.
-  cases.push_back(ConvCase::make(1, 3, 23, 21, 4 * b, 7, 7)
-                      .strides(2, 2)
-                      .pads(3, 3, 3, 3)
-                      .with_activation("Relu"));
+  cases.push_back(ConvCase::make(1, 3, 23, 21, 4 * b, 7, 7).strides(2, 2).pads(3, 3, 3, 3).with_activation("Relu"));
   cases.push_back(ConvCase::make(2, 1, 8, 9, b, 3, 3).pads(1, 1, 1, 1));
   cases.push_back(ConvCase::make(1, b - 1, 6, 5, 2 * b, 1, 1));
   // Depthwise 3x3 stride 1 and 2, 5x5, with sum and activation.
-  cases.push_back(ConvCase::make(1, 2 * b, 9, 11, 2 * b, 3, 3)
-                      .pads(1, 1, 1, 1)
-                      .depthwise_conv()
-                      .with_activation("Clip"));
-  cases.push_back(ConvCase::make(2, b, 10, 7, b, 3, 3)
-                      .strides(2, 2)
-                      .pads(1, 1, 1, 1)
-                      .depthwise_conv()
-                      .with_sum());
+  cases.push_back(
+      ConvCase::make(1, 2 * b, 9, 11, 2 * b, 3, 3).pads(1, 1, 1, 1).depthwise_conv().with_activation("Clip"));
+  cases.push_back(ConvCase::make(2, b, 10, 7, b, 3, 3).strides(2, 2).pads(1, 1, 1, 1).depthwise_conv().with_sum());
   cases.push_back(ConvCase::make(1, 3 * b, 9, 9, 3 * b, 5, 5)
                       .dilations(2, 1)
                       .pads(4, 2, 4, 2)
@@ -404,30 +316,18 @@ TEST(Nchwc, ConvNchwInputAndDepthwise) {
   // Depthwise windows clipped by the kernel itself: wide rows (groups of
   // pixels, then tails), asymmetric pads, windows wider than the input, a
   // 7x7 plane, no padding.
-  cases.push_back(ConvCase::make(1, b, 5, 29, b, 3, 3)
-                      .pads(1, 1, 1, 1)
-                      .depthwise_conv()
-                      .with_sum());
+  cases.push_back(ConvCase::make(1, b, 5, 29, b, 3, 3).pads(1, 1, 1, 1).depthwise_conv().with_sum());
   cases.push_back(ConvCase::make(1, 2 * b, 12, 23, 2 * b, 3, 3)
                       .strides(2, 2)
                       .pads(0, 0, 1, 1)
                       .depthwise_conv()
                       .with_activation("Relu"));
-  cases.push_back(
-      ConvCase::make(1, b, 4, 3, b, 5, 5).pads(2, 3, 2, 3).depthwise_conv());
-  cases.push_back(ConvCase::make(2, 2 * b, 7, 7, 2 * b, 3, 3)
-                      .pads(1, 1, 1, 1)
-                      .depthwise_conv()
-                      .with_activation("Clip"));
-  cases.push_back(ConvCase::make(1, b, 9, 20, b, 3, 3)
-                      .strides(1, 3)
-                      .dilations(1, 2)
-                      .pads(1, 2, 0, 1)
-                      .depthwise_conv());
+  cases.push_back(ConvCase::make(1, b, 4, 3, b, 5, 5).pads(2, 3, 2, 3).depthwise_conv());
+  cases.push_back(ConvCase::make(2, 2 * b, 7, 7, 2 * b, 3, 3).pads(1, 1, 1, 1).depthwise_conv().with_activation("Clip"));
+  cases.push_back(ConvCase::make(1, b, 9, 20, b, 3, 3).strides(1, 3).dilations(1, 2).pads(1, 2, 0, 1).depthwise_conv());
   cases.push_back(ConvCase::make(1, b, 8, 19, b, 3, 3).depthwise_conv());
   for (int threads : {1, 2}) {
-    for (const auto &p : cases)
-      check_conv(p, threads);
+    for (const auto& p : cases) check_conv(p, threads);
   }
 }
 
@@ -436,23 +336,19 @@ TEST(Nchwc, ConvNchwInputAndDepthwise) {
 TEST(Nchwc, ConvWithConstantWeightsInASession) {
   SKIP_WITHOUT_NCHWC();
   const int64_t b = cpu::nchwc_block_size();
-  ConvCase p = ConvCase::make(1, 2 * b, 8, 9, 6 * b, 3, 3)
-                   .pads(1, 1, 1, 1)
-                   .with_activation("Relu");
+  ConvCase p = ConvCase::make(1, 2 * b, 8, 9, 6 * b, 3, 3).pads(1, 1, 1, 1).with_activation("Relu");
   p.geometry();
   const auto x = random_floats(static_cast<size_t>(p.n * p.c * p.h * p.w), 11);
-  const auto w = random_floats(static_cast<size_t>(p.o * p.c * p.kh * p.kw), 12,
-                               -0.5f, 0.5f);
+  const auto w = random_floats(static_cast<size_t>(p.o * p.c * p.kh * p.kw), 12, -0.5f, 0.5f);
   const auto bias = random_floats(static_cast<size_t>(p.o), 13);
   const auto want = reference_conv(p, x, w, bias, nullptr);
   testing::ModelBuilder mb(17);
   mb.input("x", {p.n, p.c, p.h, p.w})
-      .initializer("w", {p.o, p.c, p.kh, p.kw},
-                   weights_blocked(w, p.o, p.c, p.kh, p.kw, b))
+      .initializer("w", {p.o, p.c, p.kh, p.kw}, weights_blocked(w, p.o, p.c, p.kh, p.kw, b))
       .initializer("b", {p.o}, bias);
   mb.node("ReorderInput", {"x"}, {"xb"}, "reorder_in", kDomain);
   mb.node("Conv", {"xb", "w", "b"}, {"yb"}, "conv", kDomain);
-  auto &conv = mb.proto().graph->node.back();
+  auto& conv = mb.proto().graph->node.back();
   conv.attribute.push_back(proto_ints("kernel_shape", {3, 3}));
   conv.attribute.push_back(proto_ints("pads", {1, 1, 1, 1}));
   conv.attribute.push_back(proto_string("activation", "Relu"));
@@ -464,35 +360,28 @@ TEST(Nchwc, ConvWithConstantWeightsInASession) {
     options.intra_op_num_threads = threads;
     auto session = InferenceSession::from_bytes(mb.bytes(), options);
     auto out = session->run({}, {{"x", Value(make(x, {p.n, p.c, p.h, p.w}))}});
-    const Tensor &y = out[0].tensor();
+    const Tensor& y = out[0].tensor();
     ASSERT_EQ(y.shape(), (Shape{p.n, p.o, p.oh, p.ow}));
-    expect_close(
-        std::vector<float>(y.data<float>(), y.data<float>() + y.size()), want,
-        "session conv");
+    expect_close(std::vector<float>(y.data<float>(), y.data<float>() + y.size()), want, "session conv");
   }
 }
 
 TEST(Nchwc, ConvRejectsBadInputs) {
   SKIP_WITHOUT_NCHWC();
   const int64_t b = cpu::nchwc_block_size();
-  const auto x = make(std::vector<float>(static_cast<size_t>(2 * b * 25), 1.0f),
-                      {1, 2 * b, 5, 5});
-  auto conv = [&](const Tensor &w, std::vector<graph::Attribute> attrs = {},
-                  std::vector<Value> extra = {}) {
+  const auto x = make(std::vector<float>(static_cast<size_t>(2 * b * 25), 1.0f), {1, 2 * b, 5, 5});
+  auto conv = [&](const Tensor& w, std::vector<graph::Attribute> attrs = {}, std::vector<Value> extra = {}) {
     std::vector<Value> inputs = {Value(x), Value(w)};
-    for (auto &v : extra)
-      inputs.push_back(std::move(v));
+    for (auto& v : extra) inputs.push_back(std::move(v));
     return run_kernel("Conv", 1, inputs, attrs, 1, kDomain).status;
   };
   auto weights = [&](int64_t o, int64_t i, int64_t k) {
-    return make(std::vector<float>(static_cast<size_t>(o * i * k * k), 0.5f),
-                {o, i, k, k});
+    return make(std::vector<float>(static_cast<size_t>(o * i * k * k), 0.5f), {o, i, k, k});
   };
   // O not a multiple of B.
   Status s = conv(weights(b + 1, 2 * b, 3));
   EXPECT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find("multiple of the block size"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("multiple of the block size"), std::string::npos) << s.message();
   // W's input channels do not match X.
   s = conv(weights(b, b, 3));
   EXPECT_FALSE(s.is_ok());
@@ -509,16 +398,13 @@ TEST(Nchwc, ConvRejectsBadInputs) {
   EXPECT_FALSE(s.is_ok());
   // Rank-3 W, bias of the wrong size, Sum of the wrong shape, window larger
   // than the input.
-  s = conv(make(std::vector<float>(static_cast<size_t>(b * 2 * b), 0.5f),
-                {b, 2 * b, 1}));
+  s = conv(make(std::vector<float>(static_cast<size_t>(b * 2 * b), 0.5f), {b, 2 * b, 1}));
   EXPECT_FALSE(s.is_ok());
-  s = conv(weights(b, 2 * b, 3), {},
-           {Value(make(std::vector<float>(3, 0.0f), {3}))});
+  s = conv(weights(b, 2 * b, 3), {}, {Value(make(std::vector<float>(3, 0.0f), {3}))});
   EXPECT_FALSE(s.is_ok());
   s = conv(weights(b, 2 * b, 3), {},
            {Value(make(std::vector<float>(static_cast<size_t>(b), 0.0f), {b})),
-            Value(make(std::vector<float>(static_cast<size_t>(b * 4), 0.0f),
-                       {1, b, 2, 2}))});
+            Value(make(std::vector<float>(static_cast<size_t>(b * 4), 0.0f), {1, b, 2, 2}))});
   EXPECT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("Sum"), std::string::npos) << s.message();
   s = conv(weights(b, 2 * b, 7));
@@ -527,12 +413,10 @@ TEST(Nchwc, ConvRejectsBadInputs) {
   s = conv(weights(b, 2 * b, 1), {attr_string("activation", "Softplus")});
   EXPECT_FALSE(s.is_ok());
   // X of rank 3.
-  s = run_kernel(
-          "Conv", 1,
-          {Value(make(std::vector<float>(static_cast<size_t>(2 * b * 5), 1.0f),
-                      {1, 2 * b, 5})),
-           Value(weights(b, 2 * b, 1))},
-          {}, 1, kDomain)
+  s = run_kernel("Conv", 1,
+                 {Value(make(std::vector<float>(static_cast<size_t>(2 * b * 5), 1.0f), {1, 2 * b, 5})),
+                  Value(weights(b, 2 * b, 1))},
+                 {}, 1, kDomain)
           .status;
   EXPECT_FALSE(s.is_ok());
 }
@@ -545,34 +429,28 @@ struct PoolCase {
   bool ceil_mode = false;
   bool count_include_pad = false;
 
-  static PoolCase make(std::string op, int64_t n, int64_t c, int64_t h,
-                       int64_t w, int64_t kh, int64_t kw) {
+  static PoolCase make(std::string op, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh, int64_t kw) {
     PoolCase p;
-    p.op = std::move(op), p.n = n, p.c = c, p.h = h, p.w = w, p.kh = kh,
-    p.kw = kw;
+    p.op = std::move(op), p.n = n, p.c = c, p.h = h, p.w = w, p.kh = kh, p.kw = kw;
     return p;
   }
-  PoolCase &strides(int64_t a, int64_t b) { return sh = a, sw = b, *this; }
-  PoolCase &dilations(int64_t a, int64_t b) { return dh = a, dw = b, *this; }
-  PoolCase &pads(int64_t t, int64_t l, int64_t b, int64_t r) {
-    return pt = t, pl = l, pb = b, pr = r, *this;
-  }
-  PoolCase &ceil() { return ceil_mode = true, *this; }
-  PoolCase &include_pad() { return count_include_pad = true, *this; }
+  PoolCase& strides(int64_t a, int64_t b) { return sh = a, sw = b, *this; }
+  PoolCase& dilations(int64_t a, int64_t b) { return dh = a, dw = b, *this; }
+  PoolCase& pads(int64_t t, int64_t l, int64_t b, int64_t r) { return pt = t, pl = l, pb = b, pr = r, *this; }
+  PoolCase& ceil() { return ceil_mode = true, *this; }
+  PoolCase& include_pad() { return count_include_pad = true, *this; }
 };
 
 // Output size of one axis, ONNX rules (a ceil-mode window starting in the end
 // padding is dropped).
-int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0,
-                 int64_t p1, bool ceil_mode) {
+int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1, bool ceil_mode) {
   const int64_t span = in + p0 + p1 - ((k - 1) * d + 1);
   int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-  if (ceil_mode && (out - 1) * s >= in + p0)
-    --out;
+  if (ceil_mode && (out - 1) * s >= in + p0) --out;
   return out;
 }
 
-void check_pool(const PoolCase &p, int threads) {
+void check_pool(const PoolCase& p, int threads) {
   const int64_t b = cpu::nchwc_block_size();
   const bool is_max = p.op == "MaxPool";
   const int64_t oh = pool_out(p.h, p.kh, p.sh, p.dh, p.pt, p.pb, p.ceil_mode);
@@ -588,86 +466,50 @@ void check_pool(const PoolCase &p, int threads) {
           int64_t valid = 0, padded = 0;
           for (int64_t a = 0; a < p.kh; ++a)
             for (int64_t e = 0; e < p.kw; ++e) {
-              const int64_t ih = i * p.sh - p.pt + a * p.dh,
-                            iw = j * p.sw - p.pl + e * p.dw;
-              if (ih < p.h + p.pb && iw < p.w + p.pr)
-                ++padded;
-              if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w)
-                continue;
+              const int64_t ih = i * p.sh - p.pt + a * p.dh, iw = j * p.sw - p.pl + e * p.dw;
+              if (ih < p.h + p.pb && iw < p.w + p.pr) ++padded;
+              if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w) continue;
               ++valid;
-              const double v =
-                  x[static_cast<size_t>(((n * p.c + c) * p.h + ih) * p.w + iw)];
+              const double v = x[static_cast<size_t>(((n * p.c + c) * p.h + ih) * p.w + iw)];
               acc = is_max ? std::max(acc, v) : acc + v;
             }
-          if (!is_max)
-            acc /= static_cast<double>(p.count_include_pad ? padded : valid);
+          if (!is_max) acc /= static_cast<double>(p.count_include_pad ? padded : valid);
           want[static_cast<size_t>(((n * p.c + c) * oh + i) * ow + j)] = acc;
         }
-  std::vector<graph::Attribute> attrs = {
-      attr_ints("kernel_shape", {p.kh, p.kw}),
-      attr_ints("strides", {p.sh, p.sw}),
-      attr_ints("pads", {p.pt, p.pl, p.pb, p.pr}),
-      attr_int("ceil_mode", p.ceil_mode ? 1 : 0)};
-  if (p.dh != 1 || p.dw != 1)
-    attrs.push_back(attr_ints("dilations", {p.dh, p.dw}));
-  if (!is_max)
-    attrs.push_back(attr_int("count_include_pad", p.count_include_pad ? 1 : 0));
-  auto run = run_kernel(
-      p.op, 1,
-      {Value(make(to_blocked(x, p.n, p.c, p.h, p.w, b), {p.n, cp, p.h, p.w}))},
-      attrs, 1, kDomain, threads);
+  std::vector<graph::Attribute> attrs = {attr_ints("kernel_shape", {p.kh, p.kw}), attr_ints("strides", {p.sh, p.sw}),
+                                         attr_ints("pads", {p.pt, p.pl, p.pb, p.pr}),
+                                         attr_int("ceil_mode", p.ceil_mode ? 1 : 0)};
+  if (p.dh != 1 || p.dw != 1) attrs.push_back(attr_ints("dilations", {p.dh, p.dw}));
+  if (!is_max) attrs.push_back(attr_int("count_include_pad", p.count_include_pad ? 1 : 0));
+  auto run = run_kernel(p.op, 1, {Value(make(to_blocked(x, p.n, p.c, p.h, p.w, b), {p.n, cp, p.h, p.w}))}, attrs, 1,
+                        kDomain, threads);
   ASSERT_TRUE(run.status.is_ok()) << p.op << ": " << run.status.message();
-  const Tensor &y = run.outputs[0].tensor();
+  const Tensor& y = run.outputs[0].tensor();
   ASSERT_EQ(y.shape(), (Shape{p.n, cp, oh, ow})) << p.op;
-  expect_close(from_blocked(y.data<float>(), p.n, p.c, cp, oh, ow, b), want,
-               p.op + " k" + std::to_string(p.kh));
+  expect_close(from_blocked(y.data<float>(), p.n, p.c, cp, oh, ow, b), want, p.op + " k" + std::to_string(p.kh));
 }
 
 TEST(Nchwc, Pools) {
   SKIP_WITHOUT_NCHWC();
   const int64_t b = cpu::nchwc_block_size();
   std::vector<PoolCase> cases;
-  cases.push_back(PoolCase::make("MaxPool", 1, 2 * b, 12, 11, 3, 3)
-                      .strides(2, 2)
-                      .pads(1, 1, 1, 1));
-  cases.push_back(
-      PoolCase::make("MaxPool", 2, b, 9, 10, 3, 2).strides(2, 2).ceil());
-  cases.push_back(PoolCase::make("MaxPool", 1, b, 9, 9, 2, 2)
-                      .dilations(2, 2)
-                      .pads(1, 0, 0, 0));
-  cases.push_back(
-      PoolCase::make("AveragePool", 1, 3 * b, 7, 8, 3, 3).pads(1, 1, 1, 1));
-  cases.push_back(PoolCase::make("AveragePool", 1, b, 7, 8, 3, 3)
-                      .strides(2, 2)
-                      .pads(1, 1, 1, 1)
-                      .ceil()
-                      .include_pad());
-  cases.push_back(
-      PoolCase::make("AveragePool", 2, b, 10, 5, 2, 2).strides(2, 2).ceil());
+  cases.push_back(PoolCase::make("MaxPool", 1, 2 * b, 12, 11, 3, 3).strides(2, 2).pads(1, 1, 1, 1));
+  cases.push_back(PoolCase::make("MaxPool", 2, b, 9, 10, 3, 2).strides(2, 2).ceil());
+  cases.push_back(PoolCase::make("MaxPool", 1, b, 9, 9, 2, 2).dilations(2, 2).pads(1, 0, 0, 0));
+  cases.push_back(PoolCase::make("AveragePool", 1, 3 * b, 7, 8, 3, 3).pads(1, 1, 1, 1));
+  cases.push_back(PoolCase::make("AveragePool", 1, b, 7, 8, 3, 3).strides(2, 2).pads(1, 1, 1, 1).ceil().include_pad());
+  cases.push_back(PoolCase::make("AveragePool", 2, b, 10, 5, 2, 2).strides(2, 2).ceil());
   // Wide rows: windows inside the input several at a time, then a tail, with
   // clipped borders on each side; one plane split across threads by rows.
-  cases.push_back(
-      PoolCase::make("MaxPool", 1, b, 14, 23, 3, 3).pads(1, 1, 1, 1));
-  cases.push_back(
-      PoolCase::make("MaxPool", 1, 2 * b, 17, 21, 3, 3).strides(2, 2).ceil());
-  cases.push_back(PoolCase::make("MaxPool", 1, b, 13, 26, 3, 2)
-                      .strides(1, 2)
-                      .dilations(2, 3)
-                      .pads(2, 1, 0, 3));
-  cases.push_back(PoolCase::make("AveragePool", 1, b, 12, 19, 3, 3)
-                      .pads(1, 1, 1, 1)
-                      .include_pad());
-  cases.push_back(PoolCase::make("AveragePool", 2, b, 11, 22, 5, 5)
-                      .strides(2, 1)
-                      .pads(2, 2, 2, 2));
-  cases.push_back(PoolCase::make("AveragePool", 1, 2 * b, 9, 18, 2, 3)
-                      .strides(2, 3)
-                      .ceil()
-                      .include_pad());
+  cases.push_back(PoolCase::make("MaxPool", 1, b, 14, 23, 3, 3).pads(1, 1, 1, 1));
+  cases.push_back(PoolCase::make("MaxPool", 1, 2 * b, 17, 21, 3, 3).strides(2, 2).ceil());
+  cases.push_back(PoolCase::make("MaxPool", 1, b, 13, 26, 3, 2).strides(1, 2).dilations(2, 3).pads(2, 1, 0, 3));
+  cases.push_back(PoolCase::make("AveragePool", 1, b, 12, 19, 3, 3).pads(1, 1, 1, 1).include_pad());
+  cases.push_back(PoolCase::make("AveragePool", 2, b, 11, 22, 5, 5).strides(2, 1).pads(2, 2, 2, 2));
+  cases.push_back(PoolCase::make("AveragePool", 1, 2 * b, 9, 18, 2, 3).strides(2, 3).ceil().include_pad());
   cases.push_back(PoolCase::make("MaxPool", 1, b, 6, 30, 1, 1).strides(2, 2));
   for (int threads : {1, 2}) {
-    for (const auto &p : cases)
-      check_pool(p, threads);
+    for (const auto& p : cases) check_pool(p, threads);
   }
 }
 
@@ -684,24 +526,18 @@ TEST(Nchwc, GlobalPools) {
         const double v = x[static_cast<size_t>(i * h * w + r)];
         acc = is_max ? std::max(acc, v) : acc + v;
       }
-      want[static_cast<size_t>(i)] =
-          is_max ? acc : acc / static_cast<double>(h * w);
+      want[static_cast<size_t>(i)] = is_max ? acc : acc / static_cast<double>(h * w);
     }
-    auto run =
-        run_kernel(is_max ? "GlobalMaxPool" : "GlobalAveragePool", 1,
-                   {Value(make(to_blocked(x, n, c, h, w, b), {n, c, h, w}))},
-                   {}, 1, kDomain, 2);
+    auto run = run_kernel(is_max ? "GlobalMaxPool" : "GlobalAveragePool", 1,
+                          {Value(make(to_blocked(x, n, c, h, w, b), {n, c, h, w}))}, {}, 1, kDomain, 2);
     ASSERT_TRUE(run.status.is_ok()) << run.status.message();
-    const Tensor &y = run.outputs[0].tensor();
+    const Tensor& y = run.outputs[0].tensor();
     ASSERT_EQ(y.shape(), (Shape{n, c, 1, 1}));
-    expect_close(from_blocked(y.data<float>(), n, c, c, 1, 1, b), want,
-                 is_max ? "GlobalMaxPool" : "GlobalAveragePool");
+    expect_close(from_blocked(y.data<float>(), n, c, c, 1, 1, b), want, is_max ? "GlobalMaxPool" : "GlobalAveragePool");
   }
   // Not a blocked tensor.
   auto run =
-      run_kernel("GlobalAveragePool", 1,
-                 {Value(make(std::vector<float>(3 * 4, 1.0f), {1, 3, 2, 2}))},
-                 {}, 1, kDomain);
+      run_kernel("GlobalAveragePool", 1, {Value(make(std::vector<float>(3 * 4, 1.0f), {1, 3, 2, 2}))}, {}, 1, kDomain);
   EXPECT_FALSE(run.status.is_ok());
 }
 
@@ -711,50 +547,41 @@ void check_reorders(int64_t n, int64_t c, int64_t h, int64_t w, int threads) {
   const auto x = random_floats(static_cast<size_t>(n * c * h * w), 5);
   const auto blocked = to_blocked(x, n, c, h, w, b);
   // NCHW -> blocked, padding channels zero.
-  auto in = run_kernel("ReorderInput", 1, {Value(make(x, {n, c, h, w}))}, {}, 1,
-                       kDomain, threads);
+  auto in = run_kernel("ReorderInput", 1, {Value(make(x, {n, c, h, w}))}, {}, 1, kDomain, threads);
   ASSERT_TRUE(in.status.is_ok()) << in.status.message();
   ASSERT_EQ(in.outputs[0].tensor().shape(), (Shape{n, cp, h, w}));
-  const float *got = in.outputs[0].tensor().data<float>();
-  for (size_t i = 0; i < blocked.size(); ++i)
-    ASSERT_EQ(got[i], blocked[i]) << "ReorderInput at " << i;
+  const float* got = in.outputs[0].tensor().data<float>();
+  for (size_t i = 0; i < blocked.size(); ++i) ASSERT_EQ(got[i], blocked[i]) << "ReorderInput at " << i;
   // NHWC -> blocked.
   std::vector<float> nhwc(x.size());
   for (int64_t i = 0; i < n; ++i)
     for (int64_t k = 0; k < c; ++k)
       for (int64_t r = 0; r < h * w; ++r)
-        nhwc[static_cast<size_t>((i * h * w + r) * c + k)] =
-            x[static_cast<size_t>((i * c + k) * h * w + r)];
-  in = run_kernel("ReorderInput", 1, {Value(make(nhwc, {n, h, w, c}))},
-                  {attr_int("channels_last", 1)}, 1, kDomain, threads);
+        nhwc[static_cast<size_t>((i * h * w + r) * c + k)] = x[static_cast<size_t>((i * c + k) * h * w + r)];
+  in = run_kernel("ReorderInput", 1, {Value(make(nhwc, {n, h, w, c}))}, {attr_int("channels_last", 1)}, 1, kDomain,
+                  threads);
   ASSERT_TRUE(in.status.is_ok()) << in.status.message();
   ASSERT_EQ(in.outputs[0].tensor().shape(), (Shape{n, cp, h, w}));
   got = in.outputs[0].tensor().data<float>();
-  for (size_t i = 0; i < blocked.size(); ++i)
-    ASSERT_EQ(got[i], blocked[i]) << "ReorderInput NHWC at " << i;
+  for (size_t i = 0; i < blocked.size(); ++i) ASSERT_EQ(got[i], blocked[i]) << "ReorderInput NHWC at " << i;
   // blocked -> NCHW and NHWC with `channels`.
-  auto out =
-      run_kernel("ReorderOutput", 1, {Value(make(blocked, {n, cp, h, w}))},
-                 {attr_int("channels", c)}, 1, kDomain, threads);
+  auto out = run_kernel("ReorderOutput", 1, {Value(make(blocked, {n, cp, h, w}))}, {attr_int("channels", c)}, 1,
+                        kDomain, threads);
   ASSERT_TRUE(out.status.is_ok()) << out.status.message();
   ASSERT_EQ(out.outputs[0].tensor().shape(), (Shape{n, c, h, w}));
-  for (size_t i = 0; i < x.size(); ++i)
-    ASSERT_EQ(out.outputs[0].tensor().data<float>()[i], x[i]);
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(out.outputs[0].tensor().data<float>()[i], x[i]);
   out = run_kernel("ReorderOutput", 1, {Value(make(blocked, {n, cp, h, w}))},
-                   {attr_int("channels", c), attr_int("channels_last", 1)}, 1,
-                   kDomain, threads);
+                   {attr_int("channels", c), attr_int("channels_last", 1)}, 1, kDomain, threads);
   ASSERT_TRUE(out.status.is_ok()) << out.status.message();
   ASSERT_EQ(out.outputs[0].tensor().shape(), (Shape{n, h, w, c}));
-  for (size_t i = 0; i < x.size(); ++i)
-    ASSERT_EQ(out.outputs[0].tensor().data<float>()[i], nhwc[i]);
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(out.outputs[0].tensor().data<float>()[i], nhwc[i]);
 }
 
 TEST(Nchwc, Reorders) {
   SKIP_WITHOUT_NCHWC();
   const int64_t b = cpu::nchwc_block_size();
   // Planes of fewer pixels than a transpose tile, tails after whole tiles,
-  // whole and partial channel blocks, padding channels (blocks of fewer than
-  // 8).
+  // whole and partial channel blocks, padding channels (blocks of fewer than 8).
   for (int threads : {1, 2}) {
     check_reorders(2, b + 3, 3, 5, threads);
     check_reorders(1, 2 * b, 2, 3, threads);
@@ -764,17 +591,14 @@ TEST(Nchwc, Reorders) {
     check_reorders(1, b + 9, 1, 24, threads);
   }
   const int64_t n = 1, c = b + 3, h = 3, w = 5, cp = round_up(c, b);
-  const auto blocked = to_blocked(
-      random_floats(static_cast<size_t>(n * c * h * w), 5), n, c, h, w, b);
+  const auto blocked = to_blocked(random_floats(static_cast<size_t>(n * c * h * w), 5), n, c, h, w, b);
   // More channels than the blocked tensor holds; a missing channels attribute.
   auto out =
-      run_kernel("ReorderOutput", 1, {Value(make(blocked, {n, cp, h, w}))},
-                 {attr_int("channels", cp + 1)}, 1, kDomain);
+      run_kernel("ReorderOutput", 1, {Value(make(blocked, {n, cp, h, w}))}, {attr_int("channels", cp + 1)}, 1, kDomain);
   EXPECT_FALSE(out.status.is_ok());
-  out = run_kernel("ReorderOutput", 1, {Value(make(blocked, {n, cp, h, w}))},
-                   {}, 1, kDomain);
+  out = run_kernel("ReorderOutput", 1, {Value(make(blocked, {n, cp, h, w}))}, {}, 1, kDomain);
   EXPECT_FALSE(out.status.is_ok());
 }
 
-} // namespace
-} // namespace onyx
+}  // namespace
+}  // namespace onyx

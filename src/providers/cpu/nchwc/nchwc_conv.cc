@@ -40,90 +40,72 @@ constexpr int64_t kAllGroupsWeightBytes = 384 * 1024;
 enum class ConvForm { kRegular, kNchwInput, kDepthwise };
 
 class NchwcConvKernel final : public Kernel {
-public:
-  explicit NchwcConvKernel(const KernelInfo &info) : label_(info.label()) {
+ public:
+  explicit NchwcConvKernel(const KernelInfo& info) : label_(info.label()) {
     kernels_ = nchwc::kernels();
     if (kernels_ == nullptr) {
-      throw Error(not_implemented(
-          label_,
-          ": the NCHWc layout needs a CPU with AVX2 and FMA, or AVX-512F"));
+      throw Error(not_implemented(label_, ": the NCHWc layout needs a CPU with AVX2 and FMA, or AVX-512F"));
     }
     block_ = kernels_->block;
     window_ = nchwc::Window2D::parse(info, /*needs_kernel_shape=*/false);
     group_ = info.attr_int("group", 1);
-    if (group_ < 1)
-      throw Error(
-          invalid_model(label_, ": group must be positive, got ", group_));
-    fused_ = FusedActivation::parse(info, info.attr_string("activation", ""),
-                                    info.attr_floats("activation_params"));
+    if (group_ < 1) throw Error(invalid_model(label_, ": group must be positive, got ", group_));
+    fused_ = FusedActivation::parse(info, info.attr_string("activation", ""), info.attr_floats("activation_params"));
     switch (fused_.kind) {
-    case FusedActivation::Kind::kRelu:
-      activation_.kind = nchwc::Activation::kRelu;
-      break;
-    case FusedActivation::Kind::kLeakyRelu:
-      activation_.kind = nchwc::Activation::kLeakyRelu;
-      break;
-    case FusedActivation::Kind::kClip:
-      activation_.kind = nchwc::Activation::kClip;
-      break;
-    case FusedActivation::Kind::kHardSigmoid:
-      activation_.kind = nchwc::Activation::kHardSigmoid;
-      break;
-    default:
-      break; // none, or Sigmoid / Tanh after the store
+      case FusedActivation::Kind::kRelu:
+        activation_.kind = nchwc::Activation::kRelu;
+        break;
+      case FusedActivation::Kind::kLeakyRelu:
+        activation_.kind = nchwc::Activation::kLeakyRelu;
+        break;
+      case FusedActivation::Kind::kClip:
+        activation_.kind = nchwc::Activation::kClip;
+        break;
+      case FusedActivation::Kind::kHardSigmoid:
+        activation_.kind = nchwc::Activation::kHardSigmoid;
+        break;
+      default:
+        break;  // none, or Sigmoid / Tanh after the store
     }
     activation_.alpha = fused_.alpha;
     activation_.beta = fused_.beta;
-    post_activation_ = fused_.kind == FusedActivation::Kind::kSigmoid ||
-                       fused_.kind == FusedActivation::Kind::kTanh;
+    post_activation_ = fused_.kind == FusedActivation::Kind::kSigmoid || fused_.kind == FusedActivation::Kind::kTanh;
 
-    if (const Tensor *w = info.constant_input(1)) {
+    if (const Tensor* w = info.constant_input(1)) {
       const Status s = prepare_weights(*w, packed_);
-      if (!s.is_ok())
-        throw Error(s);
+      if (!s.is_ok()) throw Error(s);
       prepacked_ = true;
     }
     if (info.has_input(2)) {
-      if (const Tensor *b = info.constant_input(2)) {
+      if (const Tensor* b = info.constant_input(2)) {
         const Status s = check_bias(*b);
-        if (!s.is_ok())
-          throw Error(s);
+        if (!s.is_ok()) throw Error(s);
         bias_.assign(b->data<float>(), b->data<float>() + b->size());
         has_constant_bias_ = true;
       }
     }
   }
 
-  Status compute(KernelContext &ctx) const override {
-    const Tensor *x = ctx.input_tensor(0);
-    const Tensor *w = ctx.input_tensor(1);
-    if (x == nullptr || w == nullptr)
-      return invalid_argument(label_, ": inputs X and W are required");
+  Status compute(KernelContext& ctx) const override {
+    const Tensor* x = ctx.input_tensor(0);
+    const Tensor* w = ctx.input_tensor(1);
+    if (x == nullptr || w == nullptr) return invalid_argument(label_, ": inputs X and W are required");
     if (x->dtype() != DataType::kFloat || w->dtype() != DataType::kFloat) {
-      return invalid_argument(label_, ": X and W must be tensor(float), got ",
-                              x->describe(), " and ", w->describe());
+      return invalid_argument(label_, ": X and W must be tensor(float), got ", x->describe(), " and ", w->describe());
     }
-    if (x->rank() != 4)
-      return invalid_argument(label_, ": input X has rank ", x->rank(),
-                              ", expected 4 (N,C,H,W)");
+    if (x->rank() != 4) return invalid_argument(label_, ": input X has rank ", x->rank(), ", expected 4 (N,C,H,W)");
     Packed run_packed;
-    const Packed *packed = &packed_;
+    const Packed* packed = &packed_;
     if (!prepacked_) {
       ONYX_RETURN_IF_ERROR(prepare_weights(*w, run_packed));
       packed = &run_packed;
     }
     const int64_t B = block_;
-    const int64_t n_images = x->dim(0), channels = x->dim(1), in_h = x->dim(2),
-                  in_w = x->dim(3);
-    const int64_t expected_channels = packed->form == ConvForm::kDepthwise
-                                          ? packed->out_channels
-                                          : packed->in_channels;
+    const int64_t n_images = x->dim(0), channels = x->dim(1), in_h = x->dim(2), in_w = x->dim(3);
+    const int64_t expected_channels = packed->form == ConvForm::kDepthwise ? packed->out_channels : packed->in_channels;
     if (channels != expected_channels) {
-      return invalid_argument(label_, ": input X has ", channels,
-                              " channels, expected ", expected_channels,
-                              packed->form == ConvForm::kNchwInput
-                                  ? " (an NCHW tensor)"
-                                  : " (blocked)");
+      return invalid_argument(label_, ": input X has ", channels, " channels, expected ", expected_channels,
+                              packed->form == ConvForm::kNchwInput ? " (an NCHW tensor)" : " (blocked)");
     }
     const int64_t kh = packed->kernel_h, kw = packed->kernel_w;
     int64_t out_h = 0, out_w = 0, pt = 0, pb = 0, pl = 0, pr = 0;
@@ -131,67 +113,57 @@ public:
     ONYX_RETURN_IF_ERROR(window_.resolve(label_, 1, in_w, kw, out_w, pl, pr));
     const int64_t out_c = packed->out_channels, out_blocks = out_c / B;
 
-    const float *bias = nullptr;
+    const float* bias = nullptr;
     if (has_constant_bias_) {
       bias = bias_.data();
-    } else if (const Tensor *b = ctx.input_tensor(2)) {
+    } else if (const Tensor* b = ctx.input_tensor(2)) {
       ONYX_RETURN_IF_ERROR(check_bias(*b, packed->out_channels));
       bias = b->data<float>();
     }
     const Shape y_shape = {n_images, out_c, out_h, out_w};
-    const float *sum = nullptr;
-    if (const Tensor *s = ctx.input_tensor(3)) {
+    const float* sum = nullptr;
+    if (const Tensor* s = ctx.input_tensor(3)) {
       if (s->dtype() != DataType::kFloat || s->shape() != y_shape) {
-        return invalid_argument(label_, ": input Sum is ", s->describe(),
-                                ", expected float[", n_images, ",", out_c, ",",
-                                out_h, ",", out_w, "] like Y");
+        return invalid_argument(label_, ": input Sum is ", s->describe(), ", expected float[", n_images, ",", out_c,
+                                ",", out_h, ",", out_w, "] like Y");
       }
       sum = s->data<float>();
     }
-    Tensor &y = ctx.allocate_output(0, DataType::kFloat, y_shape);
+    Tensor& y = ctx.allocate_output(0, DataType::kFloat, y_shape);
     const int64_t out_hw = out_h * out_w;
-    if (y.size() == 0)
-      return Status::ok();
+    if (y.size() == 0) return Status::ok();
 
     // The input as the kernels read it: padded when the windows leave it.
-    const int64_t unit = packed->form == ConvForm::kNchwInput
-                             ? 1
-                             : B; // floats per pixel of a plane
-    const int64_t planes =
-        packed->form == ConvForm::kNchwInput ? channels : channels / B;
-    const int64_t sh = window_.stride[0], sw = window_.stride[1],
-                  dh = window_.dilation[0], dw = window_.dilation[1];
-    const int64_t need_h = (out_h - 1) * sh + (kh - 1) * dh + 1,
-                  need_w = (out_w - 1) * sw + (kw - 1) * dw + 1;
+    const int64_t unit = packed->form == ConvForm::kNchwInput ? 1 : B;  // floats per pixel of a plane
+    const int64_t planes = packed->form == ConvForm::kNchwInput ? channels : channels / B;
+    const int64_t sh = window_.stride[0], sw = window_.stride[1], dh = window_.dilation[0], dw = window_.dilation[1];
+    const int64_t need_h = (out_h - 1) * sh + (kh - 1) * dh + 1, need_w = (out_w - 1) * sw + (kw - 1) * dw + 1;
     // The depthwise kernel clips its windows itself.
-    const bool pad = packed->form != ConvForm::kDepthwise &&
-                     (pt > 0 || pl > 0 || need_h > in_h || need_w > in_w);
+    const bool pad =
+        packed->form != ConvForm::kDepthwise && (pt > 0 || pl > 0 || need_h > in_h || need_w > in_w);
     const int64_t rows = pad ? need_h : in_h, cols = pad ? need_w : in_w;
     const int64_t plane = rows * cols * unit;
-    const float *xin = x->data<float>();
+    const float* xin = x->data<float>();
     if (pad) {
-      // Kept between runs (per calling thread), so a run neither allocates nor
-      // faults it in.
+      // Kept between runs (per calling thread), so a run neither allocates nor faults it in.
       thread_local std::vector<float> padded;
       const size_t needed = static_cast<size_t>(n_images * planes * plane);
-      if (padded.size() < needed)
-        padded.resize(needed);
-      float *dst = padded.data();
+      if (padded.size() < needed) padded.resize(needed);
+      float* dst = padded.data();
       const int64_t copy_cols = std::min(in_w, cols - pl);
       // On the calling thread: a copy is short next to the convolution, and
       // shorter than waking a worker for it.
       for (int64_t p = 0; p < n_images * planes; ++p) {
-        const float *src = xin + p * in_h * in_w * unit;
+        const float* src = xin + p * in_h * in_w * unit;
         for (int64_t r = 0; r < rows; ++r) {
-          float *out = dst + p * plane + r * cols * unit;
+          float* out = dst + p * plane + r * cols * unit;
           const int64_t ih = r - pt;
           if (ih < 0 || ih >= in_h || copy_cols <= 0) {
             std::fill(out, out + cols * unit, 0.0f);
             continue;
           }
           std::fill(out, out + pl * unit, 0.0f);
-          std::memcpy(out + pl * unit, src + ih * in_w * unit,
-                      static_cast<size_t>(copy_cols * unit) * sizeof(float));
+          std::memcpy(out + pl * unit, src + ih * in_w * unit, static_cast<size_t>(copy_cols * unit) * sizeof(float));
           std::fill(out + (pl + copy_cols) * unit, out + cols * unit, 0.0f);
         }
       }
@@ -201,13 +173,11 @@ public:
     // Tap offsets from a pixel's input origin.
     std::vector<int64_t> taps;
     const int64_t lanes = packed->form == ConvForm::kRegular ? B : 1;
-    const int64_t tap_planes =
-        packed->form == ConvForm::kDepthwise ? 1 : packed->in_channels / lanes;
+    const int64_t tap_planes = packed->form == ConvForm::kDepthwise ? 1 : packed->in_channels / lanes;
     taps.reserve(static_cast<size_t>(tap_planes * kh * kw));
     for (int64_t c = 0; c < tap_planes; ++c) {
       for (int64_t i = 0; i < kh; ++i) {
-        for (int64_t j = 0; j < kw; ++j)
-          taps.push_back(c * plane + (i * dh * cols + j * dw) * unit);
+        for (int64_t j = 0; j < kw; ++j) taps.push_back(c * plane + (i * dh * cols + j * dw) * unit);
       }
     }
     const int64_t tap_count = static_cast<int64_t>(taps.size());
@@ -226,10 +196,9 @@ public:
     base.bias = bias;
     base.activation = activation_;
     base.in_h = in_h, base.in_w = in_w, base.pad_top = pt, base.pad_left = pl;
-    base.kernel_h = kh, base.kernel_w = kw, base.stride_h = sh,
-    base.stride_w = sw;
+    base.kernel_h = kh, base.kernel_w = kw, base.stride_h = sh, base.stride_w = sw;
     base.dilation_h = dh, base.dilation_w = dw;
-    float *y_data = y.data<float>();
+    float* y_data = y.data<float>();
     const int64_t x_image = planes * plane, y_image = out_c * out_hw;
     auto job_for = [&](int64_t n) {
       ConvJob job = base;
@@ -238,9 +207,8 @@ public:
       job.sum = sum != nullptr ? sum + n * y_image : nullptr;
       return job;
     };
-    auto finish = [&](float *yb, int64_t count) {
-      if (!post_activation_)
-        return;
+    auto finish = [&](float* yb, int64_t count) {
+      if (!post_activation_) return;
       if (fused_.kind == FusedActivation::Kind::kSigmoid) {
         fast_sigmoid_array(yb, yb, count);
       } else {
@@ -254,18 +222,15 @@ public:
     // else each group's weights (in chunks of taps) stay in L2 while the
     // task sweeps its pixels.
     const ConvForm form = packed->form;
-    const int64_t F =
-        form == ConvForm::kDepthwise ? 1 : kernels_->max_filter_blocks;
+    const int64_t F = form == ConvForm::kDepthwise ? 1 : kernels_->max_filter_blocks;
     const int64_t P = form == ConvForm::kDepthwise ? 8 : kernels_->max_pixels;
     const int64_t groups = (out_blocks + F - 1) / F;
     const int64_t tiles = (out_hw + P - 1) / P;
-    const int64_t weight_bytes =
-        static_cast<int64_t>(packed->data.size() * sizeof(float));
-    const bool all_groups = form != ConvForm::kDepthwise && groups > 1 &&
-                            weight_bytes <= kAllGroupsWeightBytes;
+    const int64_t weight_bytes = static_cast<int64_t>(packed->data.size() * sizeof(float));
+    const bool all_groups = form != ConvForm::kDepthwise && groups > 1 && weight_bytes <= kAllGroupsWeightBytes;
     const int64_t task_groups = all_groups ? 1 : groups;
     base.prefetch_weights = !all_groups && form != ConvForm::kDepthwise;
-    ThreadPool *pool = ctx.thread_pool();
+    ThreadPool* pool = ctx.thread_pool();
     const int64_t threads = pool != nullptr ? pool->parallelism() : 1;
     const int64_t outer = n_images * task_groups;
     // With threads, about 8 tasks per thread (whole rows of tasks sharing a
@@ -275,49 +240,35 @@ public:
     ranges = std::max<int64_t>(1, std::min(ranges, tiles));
     const int64_t tiles_per_range = (tiles + ranges - 1) / ranges;
     const int64_t task_count = outer * ranges;
-    const double macs_per_task =
-        static_cast<double>(out_hw) / static_cast<double>(ranges) *
-        static_cast<double>(out_c / task_groups * tap_count * lanes);
+    const double macs_per_task = static_cast<double>(out_hw) / static_cast<double>(ranges) *
+                                 static_cast<double>(out_c / task_groups * tap_count * lanes);
     // Pixels per block in all-groups mode: about 32 KiB of input rows.
     // (an output pixel moves the window by sw input columns over kh rows)
-    const int64_t input_bytes_per_pixel = std::max<int64_t>(
-        1, channels * static_cast<int64_t>(sizeof(float)) * sw * kh);
-    const int64_t block_pixels =
-        std::max<int64_t>(1, (32 * 1024) / input_bytes_per_pixel / P) * P;
+    const int64_t input_bytes_per_pixel =
+        std::max<int64_t>(1, channels * static_cast<int64_t>(sizeof(float)) * sw * kh);
+    const int64_t block_pixels = std::max<int64_t>(1, (32 * 1024) / input_bytes_per_pixel / P) * P;
 
     const int64_t max_chunk_taps = std::max<int64_t>(
-        1, kWeightChunkBytes /
-               std::max<int64_t>(1, F * lanes * B *
-                                        static_cast<int64_t>(sizeof(float))));
-    const int64_t chunk_count =
-        (tap_count + max_chunk_taps - 1) / max_chunk_taps;
-    const int64_t chunk_taps =
-        (tap_count + chunk_count - 1) / chunk_count; // equal chunks
-    const Kernels *k = kernels_;
-    auto run_group = [&](const ConvJob &job, int64_t g, int64_t q0,
-                         int64_t q1) {
+        1, kWeightChunkBytes / std::max<int64_t>(1, F * lanes * B * static_cast<int64_t>(sizeof(float))));
+    const int64_t chunk_count = (tap_count + max_chunk_taps - 1) / max_chunk_taps;
+    const int64_t chunk_taps = (tap_count + chunk_count - 1) / chunk_count;  // equal chunks
+    const Kernels* k = kernels_;
+    auto run_group = [&](const ConvJob& job, int64_t g, int64_t q0, int64_t q1) {
       const int64_t ob0 = g * F, nob = std::min(F, out_blocks - ob0);
       for (int64_t c0 = 0; c0 < tap_count; c0 += chunk_taps) {
         const int64_t c1 = std::min(tap_count, c0 + chunk_taps);
         k->conv(job, ob0, nob, q0, q1, c0, c1, c0 == 0, c1 == tap_count);
       }
-      for (int64_t ob = ob0; ob < ob0 + nob; ++ob)
-        finish(job.y + ob * job.y_block_stride + q0 * B, (q1 - q0) * B);
+      for (int64_t ob = ob0; ob < ob0 + nob; ++ob) finish(job.y + ob * job.y_block_stride + q0 * B, (q1 - q0) * B);
     };
     std::atomic<int64_t> next_task{0};
     const int64_t participants = std::min(threads, task_count);
     parallel_for(
-        pool, participants,
-        macs_per_task * static_cast<double>(task_count / participants),
-        [&](int64_t, int64_t) {
-          for (int64_t task = next_task.fetch_add(1); task < task_count;
-               task = next_task.fetch_add(1)) {
-            const int64_t r = task % ranges, g = (task / ranges) % task_groups,
-                          n = task / ranges / task_groups;
-            const int64_t q0 = r * tiles_per_range * P,
-                          q1 = std::min(out_hw, (r + 1) * tiles_per_range * P);
-            if (q0 >= q1)
-              continue;
+        pool, participants, macs_per_task * static_cast<double>(task_count / participants), [&](int64_t, int64_t) {
+          for (int64_t task = next_task.fetch_add(1); task < task_count; task = next_task.fetch_add(1)) {
+            const int64_t r = task % ranges, g = (task / ranges) % task_groups, n = task / ranges / task_groups;
+            const int64_t q0 = r * tiles_per_range * P, q1 = std::min(out_hw, (r + 1) * tiles_per_range * P);
+            if (q0 >= q1) continue;
             const ConvJob job = job_for(n);
             if (form == ConvForm::kDepthwise) {
               k->depthwise(job, g, q0, q1);
@@ -325,8 +276,7 @@ public:
             } else if (all_groups) {
               for (int64_t b0 = q0; b0 < q1; b0 += block_pixels) {
                 const int64_t b1 = std::min(q1, b0 + block_pixels);
-                for (int64_t gi = 0; gi < groups; ++gi)
-                  run_group(job, gi, b0, b1);
+                for (int64_t gi = 0; gi < groups; ++gi) run_group(job, gi, b0, b1);
               }
             } else {
               run_group(job, g, q0, q1);
@@ -336,55 +286,43 @@ public:
     return Status::ok();
   }
 
-private:
+ private:
   struct Packed {
     ConvForm form = ConvForm::kRegular;
     int64_t out_channels = 0, in_channels = 0, kernel_h = 0, kernel_w = 0;
     std::vector<float> data;
   };
 
-  Status check_bias(const Tensor &b, int64_t out_channels = -1) const {
+  Status check_bias(const Tensor& b, int64_t out_channels = -1) const {
     if (b.dtype() != DataType::kFloat || b.rank() != 1) {
-      return invalid_argument(
-          label_, ": input B must be a 1-D float tensor, got ", b.describe());
+      return invalid_argument(label_, ": input B must be a 1-D float tensor, got ", b.describe());
     }
     if (out_channels >= 0 && b.size() != out_channels) {
-      return invalid_argument(label_, ": input B has ", b.size(),
-                              " values, expected ", out_channels);
+      return invalid_argument(label_, ": input B has ", b.size(), " values, expected ", out_channels);
     }
     if (out_channels < 0 && b.size() % block_ != 0) {
-      return invalid_model(label_, ": input B has ", b.size(),
-                           " values, expected a multiple of ", block_);
+      return invalid_model(label_, ": input B has ", b.size(), " values, expected a multiple of ", block_);
     }
     return Status::ok();
   }
 
   // Checks W against the attributes and the block size and packs it.
-  Status prepare_weights(const Tensor &w, Packed &out) const {
+  Status prepare_weights(const Tensor& w, Packed& out) const {
     const int64_t B = block_;
     if (w.dtype() != DataType::kFloat || w.rank() != 4) {
-      return invalid_argument(
-          label_,
-          ": input W must be a 4-D float tensor [O, I/group, kh, kw], got ",
-          w.describe());
+      return invalid_argument(label_, ": input W must be a 4-D float tensor [O, I/group, kh, kw], got ", w.describe());
     }
     const int64_t o = w.dim(0), i = w.dim(1), kh = w.dim(2), kw = w.dim(3);
-    if (o <= 0 || i <= 0 || kh <= 0 || kw <= 0)
-      return invalid_argument(label_, ": input W is empty: ", w.describe());
-    if (!window_.kernel.empty() &&
-        (window_.kernel[0] != kh || window_.kernel[1] != kw)) {
-      return invalid_model(label_, ": kernel_shape [", window_.kernel[0], ",",
-                           window_.kernel[1], "] does not match W ",
+    if (o <= 0 || i <= 0 || kh <= 0 || kw <= 0) return invalid_argument(label_, ": input W is empty: ", w.describe());
+    if (!window_.kernel.empty() && (window_.kernel[0] != kh || window_.kernel[1] != kw)) {
+      return invalid_model(label_, ": kernel_shape [", window_.kernel[0], ",", window_.kernel[1], "] does not match W ",
                            w.describe());
     }
     if (o % B != 0) {
-      return invalid_model(
-          label_, ": W has ", o,
-          " output channels, expected a multiple of the block size ", B);
+      return invalid_model(label_, ": W has ", o, " output channels, expected a multiple of the block size ", B);
     }
     if (!bias_.empty() && static_cast<int64_t>(bias_.size()) != o) {
-      return invalid_model(label_, ": input B has ", bias_.size(),
-                           " values, expected ", o);
+      return invalid_model(label_, ": input B has ", bias_.size(), " values, expected ", o);
     }
     out.out_channels = o;
     out.kernel_h = kh;
@@ -396,9 +334,8 @@ private:
       } else if (i < B) {
         out.form = ConvForm::kNchwInput;
       } else {
-        return invalid_model(
-            label_, ": W has ", i, " input channels: expected a multiple of ",
-            B, " (blocked input) or fewer than ", B, " (NCHW input)");
+        return invalid_model(label_, ": W has ", i, " input channels: expected a multiple of ", B,
+                             " (blocked input) or fewer than ", B, " (NCHW input)");
       }
     } else if (group_ == o && i == 1) {
       out.form = ConvForm::kDepthwise;
@@ -408,7 +345,7 @@ private:
                            " is neither a regular (group 1) nor a depthwise "
                            "(group == O, W [O,1,kh,kw]) convolution");
     }
-    const float *src = w.data<float>();
+    const float* src = w.data<float>();
     out.data.resize(static_cast<size_t>(w.size()));
     if (out.form == ConvForm::kDepthwise) {
       std::copy(src, src + w.size(), out.data.begin());
@@ -419,15 +356,14 @@ private:
     const int64_t lanes = out.form == ConvForm::kRegular ? B : 1;
     const int64_t taps = (out.in_channels / lanes) * kh * kw;
     const int64_t F = kernels_->max_filter_blocks, blocks = o / B;
-    float *dst = out.data.data();
+    float* dst = out.data.data();
     for (int64_t ob0 = 0; ob0 < blocks; ob0 += F) {
       const int64_t nob = std::min(F, blocks - ob0);
-      float *group = dst + ob0 * taps * lanes * B;
+      float* group = dst + ob0 * taps * lanes * B;
       for (int64_t f = 0; f < nob; ++f) {
-        const float *block = src + (ob0 + f) * taps * lanes * B;
+        const float* block = src + (ob0 + f) * taps * lanes * B;
         for (int64_t t = 0; t < taps * lanes; ++t) {
-          std::memcpy(group + (t * nob + f) * B, block + t * B,
-                      static_cast<size_t>(B) * sizeof(float));
+          std::memcpy(group + (t * nob + f) * B, block + t * B, static_cast<size_t>(B) * sizeof(float));
         }
       }
     }
@@ -435,7 +371,7 @@ private:
   }
 
   std::string label_;
-  const Kernels *kernels_ = nullptr;
+  const Kernels* kernels_ = nullptr;
   int64_t block_ = 1;
   nchwc::Window2D window_;
   int64_t group_ = 1;
@@ -448,9 +384,8 @@ private:
   std::vector<float> bias_;
 };
 
-} // namespace
+}  // namespace
 
-ONYX_REGISTER_CPU_KERNEL("com.microsoft.nchwc", "Conv", 1, kLatestVersion,
-                         {DataType::kFloat}, NchwcConvKernel);
+ONYX_REGISTER_CPU_KERNEL("com.microsoft.nchwc", "Conv", 1, kLatestVersion, {DataType::kFloat}, NchwcConvKernel);
 
-} // namespace onyx::cpu
+}  // namespace onyx::cpu

@@ -12,8 +12,8 @@ namespace onyx::cpu::nchwc {
 struct Activation {
   enum Kind : int { kNone, kRelu, kLeakyRelu, kClip, kHardSigmoid };
   int kind = kNone;
-  float alpha = 0.0f; // LeakyRelu slope, Clip min, HardSigmoid alpha
-  float beta = 0.0f;  // Clip max, HardSigmoid beta
+  float alpha = 0.0f;  // LeakyRelu slope, Clip min, HardSigmoid alpha
+  float beta = 0.0f;   // Clip max, HardSigmoid beta
 };
 
 // One image of a direct convolution with blocked output
@@ -31,76 +31,70 @@ struct Activation {
 // blocks starting at ob0, the floats at w + ob0 * tap_count * lanes * B are
 // [tap][lane][nob][B]. Depthwise: W as given, [O/B][kh][kw][B].
 struct ConvJob {
-  int lanes = 0; // B or 1; unused for depthwise
-  const float *x = nullptr;
+  int lanes = 0;  // B or 1; unused for depthwise
+  const float* x = nullptr;
   int64_t x_pixel_step = 0;
   int64_t x_row_step = 0;
   int64_t x_block_stride = 0;
-  const int64_t *taps = nullptr;
+  const int64_t* taps = nullptr;
   int64_t tap_count = 0;
-  const float *w = nullptr;
-  int64_t weight_count = 0; // floats at w
+  const float* w = nullptr;
+  int64_t weight_count = 0;  // floats at w
   int64_t out_w = 0;
-  float *y = nullptr;
-  int64_t y_block_stride = 0;  // OH * OW * B
-  const float *sum = nullptr;  // blocked like y, or null
-  const float *bias = nullptr; // O floats, or null
+  float* y = nullptr;
+  int64_t y_block_stride = 0;   // OH * OW * B
+  const float* sum = nullptr;   // blocked like y, or null
+  const float* bias = nullptr;  // O floats, or null
   Activation activation;
-  bool prefetch_weights =
-      false; // fetch the next chunk of W into L2 while computing
+  bool prefetch_weights = false;  // fetch the next chunk of W into L2 while computing
   // Depthwise only: x is the unpadded input (planes of in_h x in_w pixels,
   // x_row_step = stride_h * in_w * B, x_pixel_step = stride_w * B), taps are
   // [kh][kw], and windows are clipped to the input.
   int64_t in_h = 0, in_w = 0, pad_top = 0, pad_left = 0;
-  int64_t kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1,
-          dilation_h = 1, dilation_w = 1;
+  int64_t kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
 };
 
 // Pooling of one image plane per channel block, blocked in and out.
 struct PoolJob {
-  const float *x = nullptr;
-  float *y = nullptr;
+  const float* x = nullptr;
+  float* y = nullptr;
   int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
-  int64_t kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1,
-          dilation_h = 1, dilation_w = 1;
+  int64_t kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   bool is_max = true;
   bool count_include_pad = false;
 };
 
 struct Kernels {
-  int block;             // B
-  int max_filter_blocks; // output blocks per weight group (F)
-  int max_pixels;        // output pixels per tile (P)
+  int block;              // B
+  int max_filter_blocks;  // output blocks per weight group (F)
+  int max_pixels;         // output pixels per tile (P)
   // Output blocks [ob0, ob0 + nob) (nob <= F, one packed weight group) for
   // pixels [q0, q1), over taps [t0, t1). `first`: start from zero, else add
   // to what y holds; `last`: add bias and sum, apply the activation.
-  void (*conv)(const ConvJob &job, int64_t ob0, int64_t nob, int64_t q0,
-               int64_t q1, int64_t t0, int64_t t1, bool first, bool last);
+  void (*conv)(const ConvJob& job, int64_t ob0, int64_t nob, int64_t q0, int64_t q1, int64_t t0, int64_t t1, bool first,
+               bool last);
   // Depthwise: output block ob for pixels [q0, q1), all taps, finished.
-  void (*depthwise)(const ConvJob &job, int64_t ob, int64_t q0, int64_t q1);
+  void (*depthwise)(const ConvJob& job, int64_t ob, int64_t q0, int64_t q1);
   // Output rows [r0, r1) of the N * C/B * out_h rows (plane-major).
-  void (*pool)(const PoolJob &job, int64_t r0, int64_t r1);
+  void (*pool)(const PoolJob& job, int64_t r0, int64_t r1);
   // y[p][B] = max or mean of x[p][hw][B] for planes [p0, p1).
-  void (*global_pool)(const float *x, float *y, int64_t hw, bool is_max,
-                      int64_t p0, int64_t p1);
+  void (*global_pool)(const float* x, float* y, int64_t hw, bool is_max, int64_t p0, int64_t p1);
   // Blocked pixels out[i][B] for i < count from a plain tensor: lane k <
   // valid (<= B) reads src[k * channel_stride + i * pixel_stride], the other
   // lanes are zero. NCHW: pixel_stride 1; NHWC: channel_stride 1.
-  void (*reorder_in)(const float *src, int64_t channel_stride,
-                     int64_t pixel_stride, int64_t valid, int64_t count,
-                     float *out);
+  void (*reorder_in)(const float* src, int64_t channel_stride, int64_t pixel_stride, int64_t valid, int64_t count,
+                     float* out);
   // The inverse: dst[k * channel_stride + i * pixel_stride] = in[i][k] for
   // k < valid, i < count.
-  void (*reorder_out)(const float *in, int64_t channel_stride,
-                      int64_t pixel_stride, int64_t valid, int64_t count,
-                      float *dst);
+  void (*reorder_out)(const float* in, int64_t channel_stride, int64_t pixel_stride, int64_t valid, int64_t count,
+                      float* dst);
 };
 
 // Null when the library was built without that ISA's code.
-const Kernels *avx512_kernels();
-const Kernels *avx2_kernels();
+const Kernels* avx512_kernels();
+const Kernels* avx2_kernels();
 // The kernels for nchwc_block_size(), or null when it is 1.
-const Kernels *kernels();
+const Kernels* kernels();
 
-} // namespace onyx::cpu::nchwc
+}  // namespace onyx::cpu::nchwc

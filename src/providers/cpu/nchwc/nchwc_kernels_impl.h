@@ -20,8 +20,7 @@
 namespace onyx::cpu::nchwc::ONYX_NCHWC_NS {
 namespace {
 
-#define ONYX_NCHWC_INLINE                                                      \
-  ONYX_NCHWC_TARGET inline __attribute__((always_inline))
+#define ONYX_NCHWC_INLINE ONYX_NCHWC_TARGET inline __attribute__((always_inline))
 
 using V = Isa::V;
 constexpr int kB = Isa::kB;
@@ -29,46 +28,38 @@ constexpr int kMaxP = Isa::kMaxP;
 constexpr int kMaxF = Isa::kMaxF;
 constexpr int kDepthwiseP = Isa::kDepthwiseP;
 
-ONYX_NCHWC_INLINE V activate(V v, const Activation &a) {
+ONYX_NCHWC_INLINE V activate(V v, const Activation& a) {
   switch (a.kind) {
-  case Activation::kRelu:
-    return Isa::max(v, Isa::zero());
-  case Activation::kLeakyRelu:
-    return Isa::leaky(v, Isa::set1(a.alpha));
-  case Activation::kClip:
-    return Isa::min(Isa::max(v, Isa::set1(a.alpha)), Isa::set1(a.beta));
-  case Activation::kHardSigmoid:
-    return Isa::min(Isa::max(Isa::fma(v, Isa::set1(a.alpha), Isa::set1(a.beta)),
-                             Isa::zero()),
-                    Isa::set1(1.0f));
-  default:
-    return v;
+    case Activation::kRelu:
+      return Isa::max(v, Isa::zero());
+    case Activation::kLeakyRelu:
+      return Isa::leaky(v, Isa::set1(a.alpha));
+    case Activation::kClip:
+      return Isa::min(Isa::max(v, Isa::set1(a.alpha)), Isa::set1(a.beta));
+    case Activation::kHardSigmoid:
+      return Isa::min(Isa::max(Isa::fma(v, Isa::set1(a.alpha), Isa::set1(a.beta)), Isa::zero()), Isa::set1(1.0f));
+    default:
+      return v;
   }
 }
 
 // Stores the P x F tile at pixel q of blocks ob0.. ; `last` finishes it.
 template <int P, int F>
-ONYX_NCHWC_INLINE void write_back(V (&acc)[P][F], const ConvJob &job,
-                                  int64_t ob0, int64_t q, bool last) {
+ONYX_NCHWC_INLINE void write_back(V (&acc)[P][F], const ConvJob& job, int64_t ob0, int64_t q, bool last) {
 #pragma GCC unroll 4
   for (int f = 0; f < F; ++f) {
-    float *y = job.y + (ob0 + f) * job.y_block_stride + q * kB;
+    float* y = job.y + (ob0 + f) * job.y_block_stride + q * kB;
     if (!last) {
 #pragma GCC unroll 8
-      for (int p = 0; p < P; ++p)
-        Isa::store(y + p * kB, acc[p][f]);
+      for (int p = 0; p < P; ++p) Isa::store(y + p * kB, acc[p][f]);
       continue;
     }
-    const V b = job.bias != nullptr ? Isa::load(job.bias + (ob0 + f) * kB)
-                                    : Isa::zero();
-    const float *s = job.sum != nullptr
-                         ? job.sum + (ob0 + f) * job.y_block_stride + q * kB
-                         : nullptr;
+    const V b = job.bias != nullptr ? Isa::load(job.bias + (ob0 + f) * kB) : Isa::zero();
+    const float* s = job.sum != nullptr ? job.sum + (ob0 + f) * job.y_block_stride + q * kB : nullptr;
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) {
       V v = Isa::add(acc[p][f], b);
-      if (s != nullptr)
-        v = Isa::add(v, Isa::load(s + p * kB));
+      if (s != nullptr) v = Isa::add(v, Isa::load(s + p * kB));
       Isa::store(y + p * kB, activate(v, job.activation));
     }
   }
@@ -76,77 +67,64 @@ ONYX_NCHWC_INLINE void write_back(V (&acc)[P][F], const ConvJob &job,
 
 // One tap: for each input lane, F weight vectors times each pixel's input.
 template <int P, int F, int L>
-ONYX_NCHWC_INLINE void tap_step(V (&acc)[P][F], const float *const (&x)[P],
-                                int64_t o, const float *w) {
+ONYX_NCHWC_INLINE void tap_step(V (&acc)[P][F], const float* const (&x)[P], int64_t o, const float* w) {
 #pragma GCC unroll 16
   for (int l = 0; l < L; ++l) {
     V wv[F];
 #pragma GCC unroll 4
-    for (int f = 0; f < F; ++f)
-      wv[f] = Isa::load(w + (l * F + f) * kB);
+    for (int f = 0; f < F; ++f) wv[f] = Isa::load(w + (l * F + f) * kB);
 #pragma GCC unroll 8
-    for (int p = 0; p < P; ++p)
-      Isa::template broadcast_fma<F>(acc[p], wv, x[p] + o + l);
+    for (int p = 0; p < P; ++p) Isa::template broadcast_fma<F>(acc[p], wv, x[p] + o + l);
   }
 }
 
 // Taps [t0, t1) of the packed weight group `w` (already at tap t0) into the
 // tile; xs[p] is pixel p's input origin.
 template <int P, int F, int L>
-ONYX_NCHWC_TARGET void
-conv_tile(const ConvJob &job, const float *const *xs, const float *w,
-          int64_t t0, int64_t t1, int64_t ob0, int64_t q, bool first, bool last,
-          const char *next_w, int64_t next_lines_per_tap) {
+ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, const float* w, int64_t t0, int64_t t1,
+                                 int64_t ob0, int64_t q, bool first, bool last, const char* next_w,
+                                 int64_t next_lines_per_tap) {
   V acc[P][F];
   if (first) {
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p)
 #pragma GCC unroll 4
-      for (int f = 0; f < F; ++f)
-        acc[p][f] = Isa::zero();
+      for (int f = 0; f < F; ++f) acc[p][f] = Isa::zero();
   } else {
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p)
 #pragma GCC unroll 4
-      for (int f = 0; f < F; ++f)
-        acc[p][f] =
-            Isa::load(job.y + (ob0 + f) * job.y_block_stride + (q + p) * kB);
+      for (int f = 0; f < F; ++f) acc[p][f] = Isa::load(job.y + (ob0 + f) * job.y_block_stride + (q + p) * kB);
   }
   if (first) {
     // The output lines are written in the write-back, and the residual read
     // there: fetch both while the tile computes.
 #pragma GCC unroll 4
     for (int f = 0; f < F; ++f) {
-      const float *s = job.sum != nullptr
-                           ? job.sum + (ob0 + f) * job.y_block_stride + q * kB
-                           : nullptr;
-      float *y = job.y + (ob0 + f) * job.y_block_stride + q * kB;
+      const float* s = job.sum != nullptr ? job.sum + (ob0 + f) * job.y_block_stride + q * kB : nullptr;
+      float* y = job.y + (ob0 + f) * job.y_block_stride + q * kB;
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {
         __builtin_prefetch(y + p * kB, 1, 3);
-        if (last && s != nullptr)
-          __builtin_prefetch(s + p * kB, 0, 3);
+        if (last && s != nullptr) __builtin_prefetch(s + p * kB, 0, 3);
       }
     }
   }
-  const float *x[P];
+  const float* x[P];
 #pragma GCC unroll 8
-  for (int p = 0; p < P; ++p)
-    x[p] = xs[p];
+  for (int p = 0; p < P; ++p) x[p] = xs[p];
   // The next tile's input (the next P pixels of the same row) is fetched one
   // tap ahead of use: with one stream per input block the hardware prefetcher
   // alone falls behind on inputs that live in L3.
   const int64_t ahead = P * job.x_pixel_step;
-  const int64_t *taps = job.taps;
+  const int64_t* taps = job.taps;
   if constexpr (L == kB) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t o = taps[t];
-      for (int64_t i = 0; i < next_lines_per_tap; ++i)
-        __builtin_prefetch(next_w + i * 64, 0, 2);
+      for (int64_t i = 0; i < next_lines_per_tap; ++i) __builtin_prefetch(next_w + i * 64, 0, 2);
       next_w += next_lines_per_tap * 64;
 #pragma GCC unroll 8
-      for (int p = 0; p < P; ++p)
-        __builtin_prefetch(x[p] + o + ahead, 0, 3);
+      for (int p = 0; p < P; ++p) __builtin_prefetch(x[p] + o + ahead, 0, 3);
       tap_step<P, F, L>(acc, x, o, w);
       w += L * F * kB;
     }
@@ -155,8 +133,7 @@ conv_tile(const ConvJob &job, const float *const *xs, const float *w,
     // are reused across taps and tiles, so they need no prefetch.
     int64_t t = t0;
     for (; t + 4 <= t1; t += 4) {
-      for (int64_t i = 0; i < 4 * next_lines_per_tap; ++i)
-        __builtin_prefetch(next_w + i * 64, 0, 2);
+      for (int64_t i = 0; i < 4 * next_lines_per_tap; ++i) __builtin_prefetch(next_w + i * 64, 0, 2);
       next_w += 4 * next_lines_per_tap * 64;
       tap_step<P, F, L>(acc, x, taps[t], w);
       tap_step<P, F, L>(acc, x, taps[t + 1], w + L * F * kB);
@@ -172,50 +149,42 @@ conv_tile(const ConvJob &job, const float *const *xs, const float *w,
   write_back<P, F>(acc, job, ob0, q, last);
 }
 
-using TileFn = void (*)(const ConvJob &, const float *const *, const float *,
-                        int64_t, int64_t, int64_t, int64_t, bool, bool,
-                        const char *, int64_t);
+using TileFn = void (*)(const ConvJob&, const float* const*, const float*, int64_t, int64_t, int64_t, int64_t, bool,
+                        bool, const char*, int64_t);
 
 template <int L, int P, int... Fs>
-constexpr void fill_row(TileFn *row, std::integer_sequence<int, Fs...>) {
+constexpr void fill_row(TileFn* row, std::integer_sequence<int, Fs...>) {
   ((row[Fs] = &conv_tile<P, Fs + 1, L>), ...);
 }
 template <int L, int... Ps>
-constexpr void fill_table(TileFn (*table)[kMaxF],
-                          std::integer_sequence<int, Ps...>) {
-  ((fill_row<L, Ps + 1>(table[Ps], std::make_integer_sequence<int, kMaxF>{})),
-   ...);
+constexpr void fill_table(TileFn (*table)[kMaxF], std::integer_sequence<int, Ps...>) {
+  ((fill_row<L, Ps + 1>(table[Ps], std::make_integer_sequence<int, kMaxF>{})), ...);
 }
 
 // tiles<L>[P - 1][F - 1]
-template <int L> struct TileTable {
+template <int L>
+struct TileTable {
   TileFn fn[kMaxP][kMaxF];
-  constexpr TileTable() : fn{} {
-    fill_table<L>(fn, std::make_integer_sequence<int, kMaxP>{});
-  }
+  constexpr TileTable() : fn{} { fill_table<L>(fn, std::make_integer_sequence<int, kMaxP>{}); }
 };
 constexpr TileTable<kB> kBlockedTiles{};
 constexpr TileTable<1> kNchwTiles{};
 
-ONYX_NCHWC_TARGET void conv(const ConvJob &job, int64_t ob0, int64_t nob,
-                            int64_t q0, int64_t q1, int64_t t0, int64_t t1,
-                            bool first, bool last) {
+ONYX_NCHWC_TARGET void conv(const ConvJob& job, int64_t ob0, int64_t nob, int64_t q0, int64_t q1, int64_t t0,
+                            int64_t t1, bool first, bool last) {
   const int64_t lanes = job.lanes;
-  const float *w =
-      job.w + ob0 * job.tap_count * lanes * kB + t0 * lanes * nob * kB;
-  const TileTable<kB> *blocked = lanes == kB ? &kBlockedTiles : nullptr;
+  const float* w = job.w + ob0 * job.tap_count * lanes * kB + t0 * lanes * nob * kB;
+  const TileTable<kB>* blocked = lanes == kB ? &kBlockedTiles : nullptr;
   int64_t oh = q0 / job.out_w, ow = q0 % job.out_w;
-  const float *xs[kMaxP];
+  const float* xs[kMaxP];
   // Weights are used in the order they are stored: while this chunk's tiles
   // run, the next chunk's weights (as many bytes) are fetched into L2, a few
   // lines per tap, so the next chunk does not wait on memory.
   const int64_t chunk_floats = (t1 - t0) * lanes * nob * kB;
-  const char *next = reinterpret_cast<const char *>(w + chunk_floats);
+  const char* next = reinterpret_cast<const char*>(w + chunk_floats);
   const int64_t tiles = (q1 - q0 + kMaxP - 1) / kMaxP;
-  const bool has_next =
-      job.prefetch_weights && w + chunk_floats < job.w + job.weight_count;
-  const int64_t lines_per_tile =
-      has_next ? (chunk_floats / 16 + tiles - 1) / tiles : 0;
+  const bool has_next = job.prefetch_weights && w + chunk_floats < job.w + job.weight_count;
+  const int64_t lines_per_tile = has_next ? (chunk_floats / 16 + tiles - 1) / tiles : 0;
   const int64_t lines_per_tap = (lines_per_tile + (t1 - t0) - 1) / (t1 - t0);
   // Equal tiles (sizes differing by at most one): a one-pixel tile reads as
   // many weights as a full one for a sixth of the FMAs, and its few
@@ -231,8 +200,7 @@ ONYX_NCHWC_TARGET void conv(const ConvJob &job, int64_t ob0, int64_t nob,
         ++oh;
       }
     }
-    const TileFn fn = blocked != nullptr ? blocked->fn[n - 1][nob - 1]
-                                         : kNchwTiles.fn[n - 1][nob - 1];
+    const TileFn fn = blocked != nullptr ? blocked->fn[n - 1][nob - 1] : kNchwTiles.fn[n - 1][nob - 1];
     fn(job, xs, w, t0, t1, ob0, q, first, last, next, lines_per_tap);
     next += lines_per_tap * (t1 - t0) * 64;
   }
@@ -240,85 +208,68 @@ ONYX_NCHWC_TARGET void conv(const ConvJob &job, int64_t ob0, int64_t nob,
 
 // Taps [lo, hi) of a window starting at input index `start` (stride
 // `dilation`) that fall inside [0, limit).
-inline void window_range(int64_t start, int64_t dilation, int64_t kernel,
-                         int64_t limit, int64_t &lo, int64_t &hi) {
+inline void window_range(int64_t start, int64_t dilation, int64_t kernel, int64_t limit, int64_t& lo, int64_t& hi) {
   if (dilation == 1) {
     lo = start < 0 ? -start : 0;
     hi = std::min(kernel, limit - start);
   } else {
     lo = start < 0 ? (-start + dilation - 1) / dilation : 0;
-    hi = limit - start <= 0
-             ? 0
-             : std::min(kernel, (limit - start + dilation - 1) / dilation);
+    hi = limit - start <= 0 ? 0 : std::min(kernel, (limit - start + dilation - 1) / dilation);
   }
-  if (hi < lo)
-    hi = lo;
+  if (hi < lo) hi = lo;
 }
 
 // Depthwise output pixels [ow0, ow0 + N) of row oh over window taps
 // [kh0, kh1) x [kw0, kw1), all inside the input: N accumulators, one weight
 // vector per tap.
 template <int N>
-ONYX_NCHWC_INLINE void depthwise_span(const ConvJob &j, const float *x,
-                                      const float *w, int64_t ob, int64_t oh,
-                                      int64_t ow0, int64_t kh0, int64_t kh1,
-                                      int64_t kw0, int64_t kw1) {
-  const int64_t origin = oh * j.x_row_step + ow0 * j.x_pixel_step -
-                         (j.pad_top * j.in_w + j.pad_left) * kB;
+ONYX_NCHWC_INLINE void depthwise_span(const ConvJob& j, const float* x, const float* w, int64_t ob, int64_t oh,
+                                      int64_t ow0, int64_t kh0, int64_t kh1, int64_t kw0, int64_t kw1) {
+  const int64_t origin = oh * j.x_row_step + ow0 * j.x_pixel_step - (j.pad_top * j.in_w + j.pad_left) * kB;
   const int64_t step = j.x_pixel_step;
   V acc[N][1];
 #pragma GCC unroll 8
-  for (int n = 0; n < N; ++n)
-    acc[n][0] = Isa::zero();
+  for (int n = 0; n < N; ++n) acc[n][0] = Isa::zero();
   for (int64_t kh = kh0; kh < kh1; ++kh) {
-    for (int64_t t = kh * j.kernel_w + kw0, t1 = kh * j.kernel_w + kw1; t < t1;
-         ++t) {
-      const float *p = x + (origin + j.taps[t]);
+    for (int64_t t = kh * j.kernel_w + kw0, t1 = kh * j.kernel_w + kw1; t < t1; ++t) {
+      const float* p = x + (origin + j.taps[t]);
       const V wv = Isa::load(w + t * kB);
 #pragma GCC unroll 8
-      for (int n = 0; n < N; ++n)
-        acc[n][0] = Isa::fma(Isa::load(p + n * step), wv, acc[n][0]);
+      for (int n = 0; n < N; ++n) acc[n][0] = Isa::fma(Isa::load(p + n * step), wv, acc[n][0]);
     }
   }
   write_back<N, 1>(acc, j, ob, oh * j.out_w + ow0, true);
 }
 
 // Output block ob for pixels [q0, q1): in each row, the pixels whose windows
-// lie inside the input's width in groups of up to 8, the border pixels one at
-// a time over their clipped windows.
-ONYX_NCHWC_TARGET void depthwise(const ConvJob &j, int64_t ob, int64_t q0,
-                                 int64_t q1) {
-  const float *w = j.w + ob * j.tap_count * kB;
-  const float *x = j.x + ob * j.x_block_stride;
+// lie inside the input's width in groups of up to kDepthwiseP, the border
+// pixels one at a time over their clipped windows.
+ONYX_NCHWC_TARGET void depthwise(const ConvJob& j, int64_t ob, int64_t q0, int64_t q1) {
+  const float* w = j.w + ob * j.tap_count * kB;
+  const float* x = j.x + ob * j.x_block_stride;
   const int64_t span_w = (j.kernel_w - 1) * j.dilation_w;
   int64_t lo = (j.pad_left + j.stride_w - 1) / j.stride_w, hi = 0;
-  if (j.in_w - 1 - span_w + j.pad_left >= 0)
-    hi = (j.in_w - 1 - span_w + j.pad_left) / j.stride_w + 1;
+  if (j.in_w - 1 - span_w + j.pad_left >= 0) hi = (j.in_w - 1 - span_w + j.pad_left) / j.stride_w + 1;
   hi = std::min(hi, j.out_w);
   lo = std::min(lo, hi);
   for (int64_t q = q0; q < q1;) {
-    const int64_t oh = q / j.out_w, ow_begin = q % j.out_w,
-                  ow_end = std::min(j.out_w, ow_begin + (q1 - q));
+    const int64_t oh = q / j.out_w, ow_begin = q % j.out_w, ow_end = std::min(j.out_w, ow_begin + (q1 - q));
     q += ow_end - ow_begin;
     int64_t kh0, kh1;
-    window_range(oh * j.stride_h - j.pad_top, j.dilation_h, j.kernel_h, j.in_h,
-                 kh0, kh1);
-    const int64_t in_lo = std::clamp(lo, ow_begin, ow_end),
-                  in_hi = std::clamp(hi, in_lo, ow_end);
+    window_range(oh * j.stride_h - j.pad_top, j.dilation_h, j.kernel_h, j.in_h, kh0, kh1);
+    const int64_t in_lo = std::clamp(lo, ow_begin, ow_end), in_hi = std::clamp(hi, in_lo, ow_end);
     for (int64_t ow = ow_begin; ow < ow_end; ++ow) {
-      if (ow == in_lo)
-        ow = in_hi;
-      if (ow == ow_end)
-        break;
+      if (ow == in_lo) ow = in_hi;
+      if (ow == ow_end) break;
       int64_t kw0, kw1;
-      window_range(ow * j.stride_w - j.pad_left, j.dilation_w, j.kernel_w,
-                   j.in_w, kw0, kw1);
+      window_range(ow * j.stride_w - j.pad_left, j.dilation_w, j.kernel_w, j.in_w, kw0, kw1);
       depthwise_span<1>(j, x, w, ob, oh, ow, kh0, kh1, kw0, kw1);
     }
     int64_t ow = in_lo;
     const int64_t kw1 = j.kernel_w;
-    for (; ow + kDepthwiseP <= in_hi; ow += kDepthwiseP)
+    for (; ow + kDepthwiseP <= in_hi; ow += kDepthwiseP) {
       depthwise_span<kDepthwiseP>(j, x, w, ob, oh, ow, kh0, kh1, 0, kw1);
+    }
     if (ow + 4 <= in_hi) {
       depthwise_span<4>(j, x, w, ob, oh, ow, kh0, kh1, 0, kw1);
       ow += 4;
@@ -327,12 +278,12 @@ ONYX_NCHWC_TARGET void depthwise(const ConvJob &j, int64_t ob, int64_t q0,
       depthwise_span<2>(j, x, w, ob, oh, ow, kh0, kh1, 0, kw1);
       ow += 2;
     }
-    if (ow < in_hi)
-      depthwise_span<1>(j, x, w, ob, oh, ow, kh0, kh1, 0, kw1);
+    if (ow < in_hi) depthwise_span<1>(j, x, w, ob, oh, ow, kh0, kh1, 0, kw1);
   }
 }
 
-template <bool kIsMax> ONYX_NCHWC_INLINE V pool_combine(V a, V b) {
+template <bool kIsMax>
+ONYX_NCHWC_INLINE V pool_combine(V a, V b) {
   if constexpr (kIsMax) {
     return Isa::max(a, b);
   } else {
@@ -344,40 +295,30 @@ template <bool kIsMax> ONYX_NCHWC_INLINE V pool_combine(V a, V b) {
 // [kw0, kw1), all inside the input (not empty): one vector op per tap and
 // pixel, N independent chains; averages are scaled by `scale`.
 template <bool kIsMax, int N>
-ONYX_NCHWC_INLINE void
-pool_span(const PoolJob &j, const float *x, float *y, int64_t oh, int64_t ow0,
-          int64_t kh0, int64_t kh1, int64_t kw0, int64_t kw1, V scale) {
-  const int64_t pixel = j.stride_w * kB, tap_w = j.dilation_w * kB,
-                tap_h = j.dilation_h * j.in_w * kB;
-  const float *base =
-      x +
-      ((oh * j.stride_h - j.pad_top) * j.in_w + ow0 * j.stride_w - j.pad_left) *
-          kB +
-      kh0 * tap_h + kw0 * tap_w;
+ONYX_NCHWC_INLINE void pool_span(const PoolJob& j, const float* x, float* y, int64_t oh, int64_t ow0, int64_t kh0,
+                                 int64_t kh1, int64_t kw0, int64_t kw1, V scale) {
+  const int64_t pixel = j.stride_w * kB, tap_w = j.dilation_w * kB, tap_h = j.dilation_h * j.in_w * kB;
+  const float* base =
+      x + ((oh * j.stride_h - j.pad_top) * j.in_w + ow0 * j.stride_w - j.pad_left) * kB + kh0 * tap_h + kw0 * tap_w;
   const int64_t taps_w = kw1 - kw0;
   V acc[N];
 #pragma GCC unroll 8
-  for (int n = 0; n < N; ++n)
-    acc[n] = Isa::load(base + n * pixel);
+  for (int n = 0; n < N; ++n) acc[n] = Isa::load(base + n * pixel);
   for (int64_t kh = kh0; kh < kh1; ++kh, base += tap_h) {
     for (int64_t kw = kh == kh0 ? 1 : 0; kw < taps_w; ++kw) {
 #pragma GCC unroll 8
-      for (int n = 0; n < N; ++n)
-        acc[n] = pool_combine<kIsMax>(acc[n],
-                                      Isa::load(base + kw * tap_w + n * pixel));
+      for (int n = 0; n < N; ++n) acc[n] = pool_combine<kIsMax>(acc[n], Isa::load(base + kw * tap_w + n * pixel));
     }
   }
-  float *out = y + (oh * j.out_w + ow0) * kB;
+  float* out = y + (oh * j.out_w + ow0) * kB;
 #pragma GCC unroll 8
-  for (int n = 0; n < N; ++n)
-    Isa::store(out + n * kB, kIsMax ? acc[n] : Isa::mul(acc[n], scale));
+  for (int n = 0; n < N; ++n) Isa::store(out + n * kB, kIsMax ? acc[n] : Isa::mul(acc[n], scale));
 }
 
 // Output pixel (oh, ow) with its window clipped to the input (borders), over
 // window rows [kh0, kh1) (clipped already; kh_pad1 ends the padded window).
 template <bool kIsMax>
-ONYX_NCHWC_TARGET void pool_edge(const PoolJob &j, const float *x, float *y,
-                                 int64_t oh, int64_t ow, int64_t kh0,
+ONYX_NCHWC_TARGET void pool_edge(const PoolJob& j, const float* x, float* y, int64_t oh, int64_t ow, int64_t kh0,
                                  int64_t kh1, int64_t kh_pad1) {
   const int64_t iw0 = ow * j.stride_w - j.pad_left;
   int64_t kw0, kw1, kw_pad0, kw_pad1;
@@ -387,52 +328,44 @@ ONYX_NCHWC_TARGET void pool_edge(const PoolJob &j, const float *x, float *y,
   if (!kIsMax && j.count_include_pad) {
     // Padding taps count from the window's start (always inside the begin
     // padding) to the end padding's edge.
-    window_range(iw0, j.dilation_w, j.kernel_w, j.in_w + j.pad_right, kw_pad0,
-                 kw_pad1);
+    window_range(iw0, j.dilation_w, j.kernel_w, j.in_w + j.pad_right, kw_pad0, kw_pad1);
     count = kh_pad1 * kw_pad1;
   }
   if (valid == 0 || count <= 0) {
     Isa::store(y + (oh * j.out_w + ow) * kB, Isa::zero());
     return;
   }
-  pool_span<kIsMax, 1>(j, x, y, oh, ow, kh0, kh1, kw0, kw1,
-                       Isa::set1(1.0f / static_cast<float>(count)));
+  pool_span<kIsMax, 1>(j, x, y, oh, ow, kh0, kh1, kw0, kw1, Isa::set1(1.0f / static_cast<float>(count)));
 }
 
 template <bool kIsMax>
-ONYX_NCHWC_TARGET void pool_rows(const PoolJob &j, int64_t r0, int64_t r1) {
+ONYX_NCHWC_TARGET void pool_rows(const PoolJob& j, int64_t r0, int64_t r1) {
   // Output columns [lo, hi) have windows inside the input's width.
   const int64_t span_w = (j.kernel_w - 1) * j.dilation_w;
   int64_t lo = (j.pad_left + j.stride_w - 1) / j.stride_w, hi = 0;
-  if (j.in_w - 1 - span_w + j.pad_left >= 0)
-    hi = (j.in_w - 1 - span_w + j.pad_left) / j.stride_w + 1;
+  if (j.in_w - 1 - span_w + j.pad_left >= 0) hi = (j.in_w - 1 - span_w + j.pad_left) / j.stride_w + 1;
   hi = std::min(hi, j.out_w);
   lo = std::min(lo, hi);
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t plane = r / j.out_h, oh = r % j.out_h;
-    const float *x = j.x + plane * j.in_h * j.in_w * kB;
-    float *y = j.y + plane * j.out_h * j.out_w * kB;
+    const float* x = j.x + plane * j.in_h * j.in_w * kB;
+    float* y = j.y + plane * j.out_h * j.out_w * kB;
     const int64_t ih0 = oh * j.stride_h - j.pad_top;
     int64_t kh0, kh1, kh_pad0, kh_pad1;
     window_range(ih0, j.dilation_h, j.kernel_h, j.in_h, kh0, kh1);
-    window_range(ih0, j.dilation_h, j.kernel_h, j.in_h + j.pad_bottom, kh_pad0,
-                 kh_pad1);
+    window_range(ih0, j.dilation_h, j.kernel_h, j.in_h + j.pad_bottom, kh_pad0, kh_pad1);
     // Windows inside the width count kernel_w taps per row: the rows inside
     // the height, or with count_include_pad those up to the end padding.
-    const int64_t count =
-        (j.count_include_pad ? kh_pad1 : kh1 - kh0) * j.kernel_w;
+    const int64_t count = (j.count_include_pad ? kh_pad1 : kh1 - kh0) * j.kernel_w;
     if (kh1 <= kh0 || count <= 0) {
-      for (int64_t ow = 0; ow < j.out_w; ++ow)
-        Isa::store(y + (oh * j.out_w + ow) * kB, Isa::zero());
+      for (int64_t ow = 0; ow < j.out_w; ++ow) Isa::store(y + (oh * j.out_w + ow) * kB, Isa::zero());
       continue;
     }
     const V scale = Isa::set1(1.0f / static_cast<float>(count));
-    for (int64_t ow = 0; ow < lo; ++ow)
-      pool_edge<kIsMax>(j, x, y, oh, ow, kh0, kh1, kh_pad1);
+    for (int64_t ow = 0; ow < lo; ++ow) pool_edge<kIsMax>(j, x, y, oh, ow, kh0, kh1, kh_pad1);
     int64_t ow = lo;
     const int64_t kw1 = j.kernel_w;
-    for (; ow + 8 <= hi; ow += 8)
-      pool_span<kIsMax, 8>(j, x, y, oh, ow, kh0, kh1, 0, kw1, scale);
+    for (; ow + 8 <= hi; ow += 8) pool_span<kIsMax, 8>(j, x, y, oh, ow, kh0, kh1, 0, kw1, scale);
     if (ow + 4 <= hi) {
       pool_span<kIsMax, 4>(j, x, y, oh, ow, kh0, kh1, 0, kw1, scale);
       ow += 4;
@@ -441,14 +374,12 @@ ONYX_NCHWC_TARGET void pool_rows(const PoolJob &j, int64_t r0, int64_t r1) {
       pool_span<kIsMax, 2>(j, x, y, oh, ow, kh0, kh1, 0, kw1, scale);
       ow += 2;
     }
-    if (ow < hi)
-      pool_span<kIsMax, 1>(j, x, y, oh, ow++, kh0, kh1, 0, kw1, scale);
-    for (ow = hi; ow < j.out_w; ++ow)
-      pool_edge<kIsMax>(j, x, y, oh, ow, kh0, kh1, kh_pad1);
+    if (ow < hi) pool_span<kIsMax, 1>(j, x, y, oh, ow++, kh0, kh1, 0, kw1, scale);
+    for (ow = hi; ow < j.out_w; ++ow) pool_edge<kIsMax>(j, x, y, oh, ow, kh0, kh1, kh_pad1);
   }
 }
 
-ONYX_NCHWC_TARGET void pool(const PoolJob &j, int64_t r0, int64_t r1) {
+ONYX_NCHWC_TARGET void pool(const PoolJob& j, int64_t r0, int64_t r1) {
   if (j.is_max) {
     pool_rows<true>(j, r0, r1);
   } else {
@@ -456,10 +387,9 @@ ONYX_NCHWC_TARGET void pool(const PoolJob &j, int64_t r0, int64_t r1) {
   }
 }
 
-ONYX_NCHWC_TARGET void global_pool(const float *x, float *y, int64_t hw,
-                                   bool is_max, int64_t p0, int64_t p1) {
+ONYX_NCHWC_TARGET void global_pool(const float* x, float* y, int64_t hw, bool is_max, int64_t p0, int64_t p1) {
   for (int64_t plane = p0; plane < p1; ++plane) {
-    const float *xp = x + plane * hw * kB;
+    const float* xp = x + plane * hw * kB;
     V a0, a1, a2, a3;
     if (is_max) {
       a0 = a1 = a2 = a3 = Isa::set1(-std::numeric_limits<float>::infinity());
@@ -469,25 +399,19 @@ ONYX_NCHWC_TARGET void global_pool(const float *x, float *y, int64_t hw,
     int64_t i = 0;
     for (; i + 4 <= hw; i += 4) {
       const V v0 = Isa::load(xp + i * kB), v1 = Isa::load(xp + (i + 1) * kB);
-      const V v2 = Isa::load(xp + (i + 2) * kB),
-              v3 = Isa::load(xp + (i + 3) * kB);
+      const V v2 = Isa::load(xp + (i + 2) * kB), v3 = Isa::load(xp + (i + 3) * kB);
       if (is_max) {
-        a0 = Isa::max(a0, v0), a1 = Isa::max(a1, v1), a2 = Isa::max(a2, v2),
-        a3 = Isa::max(a3, v3);
+        a0 = Isa::max(a0, v0), a1 = Isa::max(a1, v1), a2 = Isa::max(a2, v2), a3 = Isa::max(a3, v3);
       } else {
-        a0 = Isa::add(a0, v0), a1 = Isa::add(a1, v1), a2 = Isa::add(a2, v2),
-        a3 = Isa::add(a3, v3);
+        a0 = Isa::add(a0, v0), a1 = Isa::add(a1, v1), a2 = Isa::add(a2, v2), a3 = Isa::add(a3, v3);
       }
     }
-    for (; i < hw; ++i)
-      a0 = is_max ? Isa::max(a0, Isa::load(xp + i * kB))
-                  : Isa::add(a0, Isa::load(xp + i * kB));
+    for (; i < hw; ++i) a0 = is_max ? Isa::max(a0, Isa::load(xp + i * kB)) : Isa::add(a0, Isa::load(xp + i * kB));
     V r;
     if (is_max) {
       r = Isa::max(Isa::max(a0, a1), Isa::max(a2, a3));
     } else {
-      r = Isa::mul(Isa::add(Isa::add(a0, a1), Isa::add(a2, a3)),
-                   Isa::set1(1.0f / static_cast<float>(hw)));
+      r = Isa::mul(Isa::add(Isa::add(a0, a1), Isa::add(a2, a3)), Isa::set1(1.0f / static_cast<float>(hw)));
     }
     Isa::store(y + plane * kB, r);
   }
@@ -496,22 +420,14 @@ ONYX_NCHWC_TARGET void global_pool(const float *x, float *y, int64_t hw,
 // Reorders. Both ISAs transpose 8 x 8 float tiles in ymm registers (AVX-512F
 // here implies AVX2); a block of 16 lanes takes two tiles per 8 pixels.
 ONYX_NCHWC_INLINE void transpose8x8(__m256 (&r)[8]) {
-  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]),
-               t1 = _mm256_unpackhi_ps(r[0], r[1]);
-  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]),
-               t3 = _mm256_unpackhi_ps(r[2], r[3]);
-  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]),
-               t5 = _mm256_unpackhi_ps(r[4], r[5]);
-  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]),
-               t7 = _mm256_unpackhi_ps(r[6], r[7]);
-  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44),
-               s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44),
-               s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44),
-               s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44),
-               s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
   r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
   r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
   r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
@@ -522,9 +438,8 @@ ONYX_NCHWC_INLINE void transpose8x8(__m256 (&r)[8]) {
   r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
-ONYX_NCHWC_TARGET void reorder_in(const float *src, int64_t channel_stride,
-                                  int64_t pixel_stride, int64_t valid,
-                                  int64_t count, float *out) {
+ONYX_NCHWC_TARGET void reorder_in(const float* src, int64_t channel_stride, int64_t pixel_stride, int64_t valid,
+                                  int64_t count, float* out) {
   int64_t i = 0;
   if (pixel_stride == 1) {
     for (; i + 8 <= count; i += 8) {
@@ -533,65 +448,51 @@ ONYX_NCHWC_TARGET void reorder_in(const float *src, int64_t channel_stride,
         __m256 r[8];
 #pragma GCC unroll 8
         for (int k = 0; k < 8; ++k) {
-          r[k] = k0 + k < valid
-                     ? _mm256_loadu_ps(src + (k0 + k) * channel_stride + i)
-                     : _mm256_setzero_ps();
+          r[k] = k0 + k < valid ? _mm256_loadu_ps(src + (k0 + k) * channel_stride + i) : _mm256_setzero_ps();
         }
         transpose8x8(r);
 #pragma GCC unroll 8
-        for (int p = 0; p < 8; ++p)
-          _mm256_storeu_ps(out + (i + p) * kB + k0, r[p]);
+        for (int p = 0; p < 8; ++p) _mm256_storeu_ps(out + (i + p) * kB + k0, r[p]);
       }
     }
   } else if (channel_stride == 1 && valid == kB) {
-    for (; i < count; ++i)
-      Isa::store(out + i * kB, Isa::load(src + i * pixel_stride));
+    for (; i < count; ++i) Isa::store(out + i * kB, Isa::load(src + i * pixel_stride));
   }
   for (; i < count; ++i) {
-    for (int64_t k = 0; k < kB; ++k)
-      out[i * kB + k] =
-          k < valid ? src[k * channel_stride + i * pixel_stride] : 0.0f;
+    for (int64_t k = 0; k < kB; ++k) out[i * kB + k] = k < valid ? src[k * channel_stride + i * pixel_stride] : 0.0f;
   }
 }
 
-ONYX_NCHWC_TARGET void reorder_out(const float *in, int64_t channel_stride,
-                                   int64_t pixel_stride, int64_t valid,
-                                   int64_t count, float *dst) {
+ONYX_NCHWC_TARGET void reorder_out(const float* in, int64_t channel_stride, int64_t pixel_stride, int64_t valid,
+                                   int64_t count, float* dst) {
   int64_t i = 0;
   if (pixel_stride == 1) {
     for (; i + 8 <= count; i += 8) {
 #pragma GCC unroll 2
       for (int k0 = 0; k0 < kB; k0 += 8) {
-        if (k0 >= valid)
-          break;
+        if (k0 >= valid) break;
         __m256 r[8];
 #pragma GCC unroll 8
-        for (int p = 0; p < 8; ++p)
-          r[p] = _mm256_loadu_ps(in + (i + p) * kB + k0);
+        for (int p = 0; p < 8; ++p) r[p] = _mm256_loadu_ps(in + (i + p) * kB + k0);
         transpose8x8(r);
 #pragma GCC unroll 8
         for (int k = 0; k < 8; ++k) {
-          if (k0 + k < valid)
-            _mm256_storeu_ps(dst + (k0 + k) * channel_stride + i, r[k]);
+          if (k0 + k < valid) _mm256_storeu_ps(dst + (k0 + k) * channel_stride + i, r[k]);
         }
       }
     }
   } else if (channel_stride == 1 && valid == kB) {
-    for (; i < count; ++i)
-      Isa::store(dst + i * pixel_stride, Isa::load(in + i * kB));
+    for (; i < count; ++i) Isa::store(dst + i * pixel_stride, Isa::load(in + i * kB));
   }
   for (; i < count; ++i) {
-    for (int64_t k = 0; k < valid; ++k)
-      dst[k * channel_stride + i * pixel_stride] = in[i * kB + k];
+    for (int64_t k = 0; k < valid; ++k) dst[k * channel_stride + i * pixel_stride] = in[i * kB + k];
   }
 }
 
-} // namespace
+}  // namespace
 
-const Kernels kKernels = {kB,           kMaxF,       kMaxP,
-                          &conv,        &depthwise,  &pool,
-                          &global_pool, &reorder_in, &reorder_out};
+const Kernels kKernels = {kB, kMaxF, kMaxP, &conv, &depthwise, &pool, &global_pool, &reorder_in, &reorder_out};
 
-} // namespace onyx::cpu::nchwc::ONYX_NCHWC_NS
+}  // namespace onyx::cpu::nchwc::ONYX_NCHWC_NS
 
 #undef ONYX_NCHWC_INLINE
