@@ -46,6 +46,7 @@ std::vector<std::unique_ptr<Pass>> extended_passes() {
   passes.push_back(make_layer_norm_fusion_pass());
   passes.push_back(make_rms_norm_fusion_pass());
   passes.push_back(make_skip_layer_norm_fusion_pass());
+  passes.push_back(make_embed_layer_norm_fusion_pass());
   passes.push_back(make_activation_fusion_pass());
   passes.push_back(make_conv_residual_fusion_pass());
   passes.push_back(make_matmul_scale_fusion_pass());

@@ -139,6 +139,7 @@ std::unique_ptr<Pass> make_fast_gelu_fusion_pass();
 std::unique_ptr<Pass> make_layer_norm_fusion_pass();
 std::unique_ptr<Pass> make_rms_norm_fusion_pass();
 std::unique_ptr<Pass> make_skip_layer_norm_fusion_pass();
+std::unique_ptr<Pass> make_embed_layer_norm_fusion_pass();
 std::unique_ptr<Pass> make_matmul_scale_fusion_pass();
 std::unique_ptr<Pass> make_reshaped_matmul_fusion_pass();
 std::unique_ptr<Pass> make_attention_fusion_pass();

@@ -728,6 +728,55 @@ TEST(OptimizerLayerNormFusion, LeavesWrongAxisAndSharedIntermediate) {
   }
 }
 
+// ---- extended: EmbedLayerNormalization ---------------------------------------------
+
+// BERT's embeddings: word and token-type lookups, their sum plus constant
+// position rows, then LayerNormalization over hidden = 8.
+void add_bert_embeddings(ModelBuilder& b, bool word_table_is_constant, int64_t batch = 2) {
+  b.input("ids", {batch, 5}, 7).input("tids", {batch, 5}, 7).output("y");
+  if (word_table_is_constant) {
+    b.initializer("word", {30, 8}, random_values(240, 130));
+  } else {
+    b.input("word", {30, 8});
+  }
+  b.initializer("type", {2, 8}, random_values(16, 131)).initializer("pos", {1, 5, 8}, random_values(40, 132));
+  b.initializer("gamma", {8}, random_values(8, 133, 0.5f, 1.5f)).initializer("beta", {8}, random_values(8, 134));
+  b.node("Gather", {"word", "ids"}, {"we"}).node("Gather", {"type", "tids"}, {"te"});
+  b.node("Add", {"we", "te"}, {"s"}).node("Add", {"s", "pos"}, {"e"});
+  b.node("LayerNormalization", {"e", "gamma", "beta"}, {"y"});
+  attrs(b, {int_attr("axis", -1), float_attr("epsilon", 1e-12f)});
+}
+
+Tensor int64_ids(Shape shape, int64_t rows, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Tensor t(DataType::kInt64, std::move(shape));
+  for (int64_t i = 0; i < t.size(); ++i) t.data<int64_t>()[i] = static_cast<int64_t>(rng() % rows);
+  return t;
+}
+
+TEST(OptimizerEmbedLayerNormFusion, FusesLookupsPositionsAndNorm) {
+  // Batch 1 goes through SkipLayerNormalization first; batch 2 does not (the
+  // position rows broadcast over the batch).
+  for (int64_t batch : {1, 2}) {
+    ModelBuilder b(17);
+    add_bert_embeddings(b, true, batch);
+    auto r = optimize_and_compare(b, {int64_ids({batch, 5}, 30, 135), int64_ids({batch, 5}, 2, 136)});
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "EmbedLayerNormalization"), 1) << "batch " << batch;
+    EXPECT_EQ(count_ops(*r.after, "Gather"), 0);
+    EXPECT_EQ(count_ops(*r.after, "Cast"), 2);  // int64 ids -> int32
+  }
+}
+
+TEST(OptimizerEmbedLayerNormFusion, LeavesTablesThatAreNotConstant) {
+  ModelBuilder b(17);
+  add_bert_embeddings(b, false);
+  auto r = optimize_and_compare(b, {int64_ids({2, 5}, 30, 137), int64_ids({2, 5}, 2, 138), random_tensor({30, 8}, 139)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "EmbedLayerNormalization"), 0);
+  EXPECT_EQ(count_ops(*r.after, "Gather"), 2);
+}
+
 // ---- extended: RMSNorm -----------------------------------------------------------
 
 enum class RmsForm { kReciprocal, kDivOne, kDivX };

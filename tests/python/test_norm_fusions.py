@@ -65,3 +65,31 @@ def test_rms_norm_fusions_run_in_both_engines(tmp_path):
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
     in_ort = ort.InferenceSession(saved, disabled, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(in_ort, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_zoo_bert_embeddings_and_layers_fuse(tmp_path):
+    """The zoo's BERT-base: embeddings into EmbedLayerNormalization, each layer
+    into Attention, SkipLayerNormalization and BiasGelu; onnxruntime runs the
+    saved model and matches the original."""
+    import os
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "zoo", "models", "bert_base.onnx")
+    if not os.path.exists(path):
+        pytest.skip("bench/zoo/models/bert_base.onnx is absent (python3 bench/zoo/make_zoo.py builds it)")
+    feeds = dict(np.load(path.replace(".onnx", ".inputs.npz")))
+    disabled = ort.SessionOptions()
+    disabled.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    expected = ort.InferenceSession(path, disabled, providers=["CPUExecutionProvider"]).run(None, feeds)
+    saved = str(tmp_path / "bert_optimized.onnx")
+    options = onyx.SessionOptions()
+    options.optimized_model_filepath = saved
+    got = onyx.InferenceSession(path, options).run(None, feeds)
+    ops = collections.Counter((n.domain, n.op_type) for n in onnx.load(saved).graph.node)
+    assert ops[("com.microsoft", "EmbedLayerNormalization")] == 1
+    assert ops[("com.microsoft", "Attention")] == 12
+    assert ops[("com.microsoft", "BiasGelu")] == 12
+    assert ops[("com.microsoft", "SkipLayerNormalization")] == 24
+    assert sum(ops.values()) * 5 <= len(onnx.load(path).graph.node)
+    in_ort = ort.InferenceSession(saved, disabled, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for g, o, e in zip(got, in_ort, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-3, atol=1e-4)
+        np.testing.assert_allclose(o, e, rtol=1e-3, atol=1e-4)

@@ -91,16 +91,27 @@ class EmbedLayerNormKernel final : public Kernel {
       }
     }
 
-    const std::vector<float> wf = read_floats(*word), pf = read_floats(*position);
-    const std::vector<float> sf = segment ? read_floats(*segment) : std::vector<float>();
-    const std::vector<float> gf = read_floats(*gamma), bf = read_floats(*beta);
+    // Float tables are read in place (BERT's word table is 94 MB); other
+    // types are widened once per run.
+    std::vector<float> wv, pv, sv, gv, bv;
+    auto floats = [&](const Tensor* t, std::vector<float>& buffer) -> const float* {
+      if (t == nullptr) return nullptr;
+      if (t->dtype() == DataType::kFloat) return t->data<float>();
+      buffer = read_floats(*t);
+      return buffer.data();
+    };
+    const float* wf = floats(word, wv);
+    const float* pf = floats(position, pv);
+    const float* sf = floats(segment, sv);
+    const float* gf = floats(gamma, gv);
+    const float* bf = floats(beta, bv);
     std::vector<float> sum(static_cast<size_t>(tokens * hidden)), out(static_cast<size_t>(tokens * hidden));
     parallel_for(ctx.thread_pool(), tokens, static_cast<double>(hidden * 8), [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
         const int64_t pos = pos_ids ? pos_ids[positions_per_batch ? t : t % seq] : t % seq;
-        const float* w = wf.data() + ids[t] * hidden;
-        const float* p = pf.data() + pos * hidden;
-        const float* sg = seg_ids ? sf.data() + seg_ids[t] * hidden : nullptr;
+        const float* w = wf + ids[t] * hidden;
+        const float* p = pf + pos * hidden;
+        const float* sg = seg_ids ? sf + seg_ids[t] * hidden : nullptr;
         float* e = sum.data() + t * hidden;
         double total = 0.0, total_sq = 0.0;
         for (int64_t h = 0; h < hidden; ++h) {
@@ -112,7 +123,7 @@ class EmbedLayerNormKernel final : public Kernel {
         const double var = std::max(total_sq / static_cast<double>(hidden) - mean * mean, 0.0);
         const float inv = static_cast<float>(1.0 / std::sqrt(var + epsilon_));
         float* o = out.data() + t * hidden;
-        for (int64_t h = 0; h < hidden; ++h) o[h] = (e[h] - static_cast<float>(mean)) * inv * gf[static_cast<size_t>(h)] + bf[static_cast<size_t>(h)];
+        for (int64_t h = 0; h < hidden; ++h) o[h] = (e[h] - static_cast<float>(mean)) * inv * gf[h] + bf[h];
       }
     });
     write_floats(ctx.allocate_output(0, dtype, {batch, seq, hidden}), out.data(), static_cast<int64_t>(out.size()));
