@@ -56,23 +56,52 @@ std::optional<int32_t> other_input(const graph::Node& n, int32_t value) {
   return std::nullopt;
 }
 
+// True when the ReduceMean reduces exactly the last axis of `rank`, keeping dims.
+bool reduces_last_axis(const PassContext& ctx, const graph::Node& r, size_t rank) {
+  if (!is_op(r, "ReduceMean") || r.inputs.empty() || r.outputs.size() != 1) return false;
+  if (attribute_int(r, "keepdims", 1) != 1) return false;
+  std::vector<int64_t> axes;
+  if (const graph::Attribute* a = r.attribute("axes")) axes = a->ints;
+  if (r.inputs.size() > 1 && r.inputs[1] >= 0) {
+    const Tensor* t = ctx.constant(r.inputs[1]);
+    if (t == nullptr || t->dtype() != DataType::kInt64) return false;
+    axes.assign(t->data<int64_t>(), t->data<int64_t>() + t->size());
+  }
+  return axes.size() == 1 && (axes[0] == -1 || axes[0] == static_cast<int64_t>(rank) - 1);
+}
+
+
+// The statistics tail both norms share: from the squares (a value read by a
+// ReduceMean over the last axis), ReduceMean -> Add(eps) -> Sqrt. Adds the
+// three nodes to `group`; gives epsilon and the standard deviation's value.
+struct StdDev {
+  double epsilon;
+  int32_t value;
+};
+
+std::optional<StdDev> std_dev_of_squares(const PassContext& ctx, int32_t squares, size_t rank, Group& group) {
+  auto var = consumer_op(ctx, squares, "ReduceMean",
+                         [&](const graph::Node& n) { return reduces_last_axis(ctx, n, rank); });
+  if (!var) return std::nullopt;
+  group.add(*var);
+  const int32_t var_out = ctx.node(*var).outputs[0];
+  std::optional<double> epsilon;
+  auto add_eps = consumer_op(ctx, var_out, "Add", [&](const graph::Node& n) {
+    auto o = other_input(n, var_out);
+    if (o) epsilon = ctx.scalar(*o);
+    return o && epsilon;
+  });
+  if (!add_eps) return std::nullopt;
+  group.add(*add_eps);
+  auto sqrt_node = consumer_op(ctx, ctx.node(*add_eps).outputs[0], "Sqrt", [](const graph::Node&) { return true; });
+  if (!sqrt_node) return std::nullopt;
+  group.add(*sqrt_node);
+  return StdDev{*epsilon, ctx.node(*sqrt_node).outputs[0]};
+}
+
 class LayerNormFusion final : public Pass {
  public:
   std::string name() const override { return "layer_norm_fusion"; }
-
-  // True when the ReduceMean reduces exactly the last axis of `rank`, keeping dims.
-  bool reduces_last_axis(const PassContext& ctx, const graph::Node& r, size_t rank) const {
-    if (!is_op(r, "ReduceMean") || r.inputs.empty() || r.outputs.size() != 1) return false;
-    if (attribute_int(r, "keepdims", 1) != 1) return false;
-    std::vector<int64_t> axes;
-    if (const graph::Attribute* a = r.attribute("axes")) axes = a->ints;
-    if (r.inputs.size() > 1 && r.inputs[1] >= 0) {
-      const Tensor* t = ctx.constant(r.inputs[1]);
-      if (t == nullptr || t->dtype() != DataType::kInt64) return false;
-      axes.assign(t->data<int64_t>(), t->data<int64_t>() + t->size());
-    }
-    return axes.size() == 1 && (axes[0] == -1 || axes[0] == static_cast<int64_t>(rank) - 1);
-  }
 
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& mean_node = ctx.node(index);
@@ -106,24 +135,10 @@ class LayerNormFusion final : public Pass {
     }
     if (!square) return std::nullopt;
     group.add(*square);
-    auto var = consumer_op(ctx, ctx.node(*square).outputs[0], "ReduceMean",
-                           [&](const graph::Node& n) { return reduces_last_axis(ctx, n, rank); });
-    if (!var) return std::nullopt;
-    group.add(*var);
-    const int32_t var_out = ctx.node(*var).outputs[0];
-    // + eps
-    std::optional<double> epsilon;
-    auto add_eps = consumer_op(ctx, var_out, "Add", [&](const graph::Node& n) {
-      auto o = other_input(n, var_out);
-      if (o) epsilon = ctx.scalar(*o);
-      return o && epsilon;
-    });
-    if (!add_eps) return std::nullopt;
-    group.add(*add_eps);
-    auto sqrt_node = consumer_op(ctx, ctx.node(*add_eps).outputs[0], "Sqrt", [](const graph::Node&) { return true; });
-    if (!sqrt_node) return std::nullopt;
-    group.add(*sqrt_node);
-    const int32_t std_dev = ctx.node(*sqrt_node).outputs[0];
+    const std::optional<StdDev> sd = std_dev_of_squares(ctx, ctx.node(*square).outputs[0], rank, group);
+    if (!sd) return std::nullopt;
+    const std::optional<double> epsilon = sd->epsilon;
+    const int32_t std_dev = sd->value;
     auto vector_constant = [&](int32_t v) {
       const Tensor* t = ctx.constant(v);
       return t != nullptr && t->dtype() == DataType::kFloat && t->rank() == 1 && t->size() == width;
@@ -215,24 +230,10 @@ class RmsNormFusion final : public Pass {
     if (!cpu_kernel_registry().has_op("", "SimplifiedLayerNormalization")) return std::nullopt;
     Group group(ctx);
     group.add(index);
-    LayerNormFusion ln;
-    auto var = consumer_op(ctx, square.outputs[0], "ReduceMean",
-                           [&](const graph::Node& n) { return ln.reduces_last_axis(ctx, n, rank); });
-    if (!var) return std::nullopt;
-    group.add(*var);
-    const int32_t var_out = ctx.node(*var).outputs[0];
-    std::optional<double> epsilon;
-    auto add_eps = consumer_op(ctx, var_out, "Add", [&](const graph::Node& n) {
-      auto o = other_input(n, var_out);
-      if (o) epsilon = ctx.scalar(*o);
-      return o && epsilon;
-    });
-    if (!add_eps) return std::nullopt;
-    group.add(*add_eps);
-    auto sqrt_node = consumer_op(ctx, ctx.node(*add_eps).outputs[0], "Sqrt", [](const graph::Node&) { return true; });
-    if (!sqrt_node) return std::nullopt;
-    group.add(*sqrt_node);
-    const int32_t std_dev = ctx.node(*sqrt_node).outputs[0];
+    const std::optional<StdDev> sd = std_dev_of_squares(ctx, square.outputs[0], rank, group);
+    if (!sd) return std::nullopt;
+    const std::optional<double> epsilon = sd->epsilon;
+    const int32_t std_dev = sd->value;
     // normalized = x / std, as Div(x, std) or x * (1 / std).
     int32_t normalized = -1;
     if (auto div = consumer_op(ctx, std_dev, "Div", [&](const graph::Node& n) {
