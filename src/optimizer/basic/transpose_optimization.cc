@@ -26,9 +26,9 @@ std::optional<std::vector<int64_t>> permutation(const PassContext& ctx, const gr
 }
 
 bool is_unary_elementwise(const graph::Node& n) {
-  static const char* kOps[] = {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "Elu", "Selu", "Abs", "Neg", "Exp", "Log",
-                               "Sqrt", "Reciprocal", "Erf", "Cast", "HardSigmoid", "HardSwish", "Softplus", "Floor",
-                               "Ceil", "Round", "Sign", "Not", "Identity", "Gelu"};
+  static const char* kOps[] = {"Relu",     "Sigmoid", "Tanh", "LeakyRelu",  "Elu",  "Selu", "Abs",         "Neg",
+                               "Exp",      "Log",     "Sqrt", "Reciprocal", "Erf",  "Cast", "HardSigmoid", "HardSwish",
+                               "Softplus", "Floor",   "Ceil", "Round",      "Sign", "Not",  "Identity",    "Gelu"};
   if (!n.domain.empty() || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
   for (const char* op : kOps) {
     if (n.op_type == op) return true;
@@ -157,7 +157,8 @@ class TransposeOptimization final : public Pass {
         const Tensor* c = ctx.constant(other);
         if (!(c->size() == 1 && c->rank() <= 1) && static_cast<size_t>(c->rank()) != in.shape.size()) return false;
         for (size_t d = 0; d < in.shape.size(); ++d) {
-          if (!in.shape[d].is_known() || !out.shape[d].is_known() || in.shape[d].value != out.shape[d].value) return false;
+          if (!in.shape[d].is_known() || !out.shape[d].is_known() || in.shape[d].value != out.shape[d].value)
+            return false;
         }
       }
       value = n.outputs[0];

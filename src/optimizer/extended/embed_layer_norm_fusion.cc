@@ -84,7 +84,8 @@ class EmbedLayerNormFusion final : public Pass {
       const int32_t positions_id = operands[static_cast<size_t>(1 - side)];
       const Tensor* positions = ctx.constant(positions_id);
       // Positions: [S, hidden] or [1, S, hidden], one row per position 0..S-1.
-      if (positions == nullptr || positions->dtype() != DataType::kFloat || positions->dim(positions->rank() - 1) != hidden ||
+      if (positions == nullptr || positions->dtype() != DataType::kFloat ||
+          positions->dim(positions->rank() - 1) != hidden ||
           (positions->rank() != 2 && (positions->rank() != 3 || positions->dim(0) != 1))) {
         continue;
       }
@@ -108,8 +109,8 @@ class EmbedLayerNormFusion final : public Pass {
         graph::TypeAndShape info = ctx.info(ids);
         info.type.elem_type = DataType::kInt32;
         const int32_t cast = patch.new_value(ctx.graph().value_name(ids) + "_int32", info);
-        graph::Node node = make_node("Cast", "", ctx.node(a->node).opset, {ids}, {cast},
-                                     ctx.graph().value_name(ids) + "_to_int32");
+        graph::Node node =
+            make_node("Cast", "", ctx.node(a->node).opset, {ids}, {cast}, ctx.graph().value_name(ids) + "_to_int32");
         node.attributes["to"] = graph::Attribute::make_int("to", static_cast<int64_t>(DataType::kInt32));
         patch.add_nodes.push_back(std::move(node));
         return cast;
@@ -126,9 +127,10 @@ class EmbedLayerNormFusion final : public Pass {
       mask_info.has_shape = true;
       mask_info.shape = {ids_info.shape[0]};
       const int32_t mask_index = patch.new_value(ctx.graph().value_name(ln.outputs[0]) + "_mask_index", mask_info);
-      graph::Node fused = make_node("EmbedLayerNormalization", "com.microsoft", 1,
-                                    {word_ids, segment_ids, a->table, position_table, b->table, gamma_id, beta_id},
-                                    {ln.outputs[0], mask_index}, ln.name.empty() ? "EmbedLayerNorm" : ln.name + "_embed");
+      graph::Node fused =
+          make_node("EmbedLayerNormalization", "com.microsoft", 1,
+                    {word_ids, segment_ids, a->table, position_table, b->table, gamma_id, beta_id},
+                    {ln.outputs[0], mask_index}, ln.name.empty() ? "EmbedLayerNorm" : ln.name + "_embed");
       fused.attributes["epsilon"] =
           graph::Attribute::make_float("epsilon", attribute_float(ln, "epsilon", skip ? 1e-12f : 1e-5f));
       patch.remove(index);

@@ -51,8 +51,8 @@ bool same_dims(const graph::TypeAndShape& a, const graph::TypeAndShape& b) {
 }
 
 bool is_unary_elementwise(const graph::Node& n) {
-  static const char* kOps[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "HardSigmoid", "HardSwish",
-                               "Elu", "Selu", "Softplus", "Abs", "Neg", "Identity"};
+  static const char* kOps[] = {"Relu", "LeakyRelu", "Sigmoid",  "Tanh", "Clip", "HardSigmoid", "HardSwish",
+                               "Elu",  "Selu",      "Softplus", "Abs",  "Neg",  "Identity"};
   if (!n.domain.empty()) return false;
   for (const char* op : kOps) {
     if (n.op_type == op) return true;
@@ -141,7 +141,8 @@ class NchwcTransformer final : public Pass {
         bool needed = ctx_.is_pinned(orig);
         for (size_t user : ctx_.consumers(orig)) needed = needed || !converted_[user];
         if (!needed) continue;
-        graph::Node reorder = make_node("ReorderOutput", kDomain, 1, {blocked.id}, {orig}, "ReorderOutput_" + name_of(orig));
+        graph::Node reorder =
+            make_node("ReorderOutput", kDomain, 1, {blocked.id}, {orig}, "ReorderOutput_" + name_of(orig));
         reorder.attributes["channels"] = graph::Attribute::make_int("channels", channels_of(orig));
         patch_.add_nodes.push_back(std::move(reorder));
       }
@@ -181,7 +182,8 @@ class NchwcTransformer final : public Pass {
       if (r != reordered_.end()) return r->second;
       const int64_t channels = round_up(channels_of(value), block_);
       const int32_t out = patch_.new_value(name_of(value) + "_nchwc", padded_info(value, channels));
-      patch_.add_nodes.push_back(make_node("ReorderInput", kDomain, 1, {value}, {out}, "ReorderInput_" + name_of(value)));
+      patch_.add_nodes.push_back(
+          make_node("ReorderInput", kDomain, 1, {value}, {out}, "ReorderInput_" + name_of(value)));
       reordered_[value] = Blocked{out, channels};
       return reordered_[value];
     }
@@ -207,7 +209,8 @@ class NchwcTransformer final : public Pass {
       const int64_t in_channels = channels_of(x);
       const int64_t out_channels = w->dim(0), in_per_group = w->dim(1);
       if (in_channels <= 0 || channels_of(y) != out_channels) return false;
-      if (const graph::Attribute* ks = node.attribute("kernel_shape"); ks != nullptr && ks->ints.size() != 2) return false;
+      if (const graph::Attribute* ks = node.attribute("kernel_shape"); ks != nullptr && ks->ints.size() != 2)
+        return false;
       const int64_t group = attribute_int(node, "group", 1);
       if (in_channels != in_per_group * group) return false;
       const bool x_blocked = blocked_.count(x) != 0;
@@ -229,7 +232,8 @@ class NchwcTransformer final : public Pass {
       if (!pads_cheaply(out_channels) || (regular && !x_blocked && !pads_cheaply(in_channels))) return false;
       const bool has_bias = node.inputs.size() > 2 && node.inputs[2] != graph::kNoValue;
       const Tensor* bias = has_bias ? ctx_.constant(node.inputs[2]) : nullptr;
-      if (out_padded != out_channels && has_bias && (bias == nullptr || bias->dtype() != DataType::kFloat)) return false;
+      if (out_padded != out_channels && has_bias && (bias == nullptr || bias->dtype() != DataType::kFloat))
+        return false;
       const bool has_sum = fused && node.inputs.size() > 3 && node.inputs[3] != graph::kNoValue;
       if (has_sum) {
         const graph::TypeAndShape& z = ctx_.info(node.inputs[3]);
@@ -307,11 +311,11 @@ class NchwcTransformer final : public Pass {
         b[static_cast<size_t>(c)] = p[1]->data<float>()[c] - p[2]->data<float>()[c] * scale;
       }
       const std::string base = node.name.empty() ? name_of(y) : node.name;
-      graph::Node conv = make_node(
-          "Conv", kDomain, 1,
-          {bx.id, patch_.new_constant(base + "_OIHWBo", reorder_weight(w, block_, false, bx.channels, 1)),
-           patch_.new_constant(base + "_B", pad_vector(b.data(), channels, bx.channels))},
-          {y}, base);
+      graph::Node conv =
+          make_node("Conv", kDomain, 1,
+                    {bx.id, patch_.new_constant(base + "_OIHWBo", reorder_weight(w, block_, false, bx.channels, 1)),
+                     patch_.new_constant(base + "_B", pad_vector(b.data(), channels, bx.channels))},
+                    {y}, base);
       conv.attributes["group"] = graph::Attribute::make_int("group", bx.channels);
       conv.attributes["kernel_shape"] = graph::Attribute::make_ints("kernel_shape", {1, 1});
       const auto& users = ctx_.consumers(y);
