@@ -24,6 +24,8 @@ class FusedGemmKernel final : public Kernel {
     gemm_ = make_gemm_kernel(info, in_gemm);
   }
 
+  bool needs_constant_data(size_t i) const override { return gemm_->needs_constant_data(i); }
+
   Status compute(KernelContext& ctx) const override {
     const Tensor* a = ctx.input_tensor(0);
     if (a == nullptr || a->dtype() != DataType::kFloat) {

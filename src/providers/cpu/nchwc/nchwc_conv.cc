@@ -86,6 +86,9 @@ class NchwcConvKernel final : public Kernel {
     }
   }
 
+  // A constant W is repacked at creation; compute() then reads only its type.
+  bool needs_constant_data(size_t i) const override { return i != 1 || !prepacked_; }
+
   Status compute(KernelContext& ctx) const override {
     const Tensor* x = ctx.input_tensor(0);
     const Tensor* w = ctx.input_tensor(1);
