@@ -26,10 +26,10 @@ echo "== onyx_tests under ASan+LSan+UBSan (log: $log)"
 status=0
 # halt_on_error: the first report ends the run with a non-zero status;
 # detect_leaks: LeakSanitizer reports at exit and then exits non-zero.
-# The memory-growth test measures resident memory, which ASan's quarantine of
-# freed blocks (256 MB by default) would inflate: it runs on its own with the
-# quarantine off; everything else runs with it on, to catch use-after-free.
-growth_test=Concurrency.CreatingAndDestroyingSessionsDoesNotGrowMemory
+# The memory-growth tests measure resident memory, which ASan's quarantine of
+# freed blocks (256 MB by default) would inflate: they run on their own with
+# the quarantine off; everything else runs with it on, to catch use-after-free.
+growth_test=Concurrency.CreatingAndDestroyingSessionsDoesNotGrowMemory:SessionMemory.ManyInputShapesKeepResidentMemoryFlat
 ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   "$build/onyx_tests" --gtest_brief=1 --gtest_filter="$filter-$growth_test" 2>&1 | tee "$log" || status=$?
