@@ -23,7 +23,10 @@ using testing::attr_float;
 using testing::attr_int;
 using testing::attr_ints;
 using testing::attr_string;
+using testing::int_attr;
+using testing::ints_attr;
 using testing::run_kernel;
+using testing::string_attr;
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);
@@ -43,27 +46,6 @@ void expect_close(const Tensor& got, const std::vector<double>& want, double rto
   }
 }
 
-model::AttributeProto ints_attribute(const char* name, std::vector<int64_t> values) {
-  model::AttributeProto a;
-  a.name = name;
-  a.type = model::AttributeProto::INTS;
-  a.ints = std::move(values);
-  return a;
-}
-model::AttributeProto int_attribute(const char* name, int64_t value) {
-  model::AttributeProto a;
-  a.name = name;
-  a.type = model::AttributeProto::INT;
-  a.i = value;
-  return a;
-}
-model::AttributeProto string_attribute(const char* name, const std::string& value) {
-  model::AttributeProto a;
-  a.name = name;
-  a.type = model::AttributeProto::STRING;
-  a.s = value;
-  return a;
-}
 model::AttributeProto floats_attribute(const char* name, std::vector<float> values) {
   model::AttributeProto a;
   a.name = name;
@@ -133,7 +115,7 @@ void check_conv(const ConvShape& p, int threads, bool fused = false, const std::
     b.proto().opset_import.push_back({"com.microsoft", 1});
     b.node("FusedConv", inputs, {"y"}, "conv", "com.microsoft");
     if (!activation.empty()) {
-      b.proto().graph->node.back().attribute.push_back(string_attribute("activation", activation));
+      b.proto().graph->node.back().attribute.push_back(string_attr("activation", activation));
       if (activation == "LeakyRelu") {
         b.proto().graph->node.back().attribute.push_back(floats_attribute("activation_params", {0.1f}));
       }
@@ -146,10 +128,10 @@ void check_conv(const ConvShape& p, int threads, bool fused = false, const std::
   }
   b.output("y");
   auto& node = b.proto().graph->node.back();
-  node.attribute.push_back(ints_attribute("strides", {p.sh, p.sw}));
-  node.attribute.push_back(ints_attribute("dilations", {p.dh, p.dw}));
-  node.attribute.push_back(ints_attribute("pads", {p.pt, p.pl, p.pb, p.pr}));
-  node.attribute.push_back(int_attribute("group", p.group));
+  node.attribute.push_back(ints_attr("strides", {p.sh, p.sw}));
+  node.attribute.push_back(ints_attr("dilations", {p.dh, p.dw}));
+  node.attribute.push_back(ints_attr("pads", {p.pt, p.pl, p.pb, p.pr}));
+  node.attribute.push_back(int_attr("group", p.group));
   SessionOptions options;
   options.intra_op_num_threads = threads;
   auto session = InferenceSession::from_bytes(b.bytes(), options);
@@ -249,14 +231,14 @@ void check_gemm(int64_t M, int64_t N, int64_t K, bool ta, bool tb, float alpha, 
   if (fused) {
     mb.proto().opset_import.push_back({"com.microsoft", 1});
     mb.node("FusedGemm", inputs, {"y"}, "gemm", "com.microsoft");
-    mb.proto().graph->node.back().attribute.push_back(string_attribute("activation", activation));
+    mb.proto().graph->node.back().attribute.push_back(string_attr("activation", activation));
   } else {
     mb.node("Gemm", inputs, {"y"}, "gemm");
   }
   mb.output("y");
   auto& node = mb.proto().graph->node.back();
-  node.attribute.push_back(int_attribute("transA", ta));
-  node.attribute.push_back(int_attribute("transB", tb));
+  node.attribute.push_back(int_attr("transA", ta));
+  node.attribute.push_back(int_attr("transB", tb));
   model::AttributeProto fa;
   fa.name = "alpha";
   fa.type = model::AttributeProto::FLOAT;
@@ -326,9 +308,9 @@ TEST(ConvTransposeFastPaths, ConstantWeightsAndChunks) {
     mb.input("x", {1, p.c, p.h, p.w}).initializer("w", {p.c, mg, p.k, p.k}, w).initializer("b", {p.m}, bias);
     mb.node("ConvTranspose", {"x", "w", "b"}, {"y"}, "ct").output("y");
     auto& node = mb.proto().graph->node.back();
-    node.attribute.push_back(ints_attribute("strides", {p.stride, p.stride}));
-    node.attribute.push_back(ints_attribute("pads", {p.pad, p.pad, p.pad, p.pad}));
-    node.attribute.push_back(int_attribute("group", p.group));
+    node.attribute.push_back(ints_attr("strides", {p.stride, p.stride}));
+    node.attribute.push_back(ints_attr("pads", {p.pad, p.pad, p.pad, p.pad}));
+    node.attribute.push_back(int_attr("group", p.group));
     auto session = InferenceSession::from_bytes(mb.bytes());
     auto out = session->run({}, {{"x", Value(make(x, {1, p.c, p.h, p.w}))}});
     std::vector<double> want(static_cast<size_t>(p.m * oh * ow));

@@ -9,6 +9,36 @@
 
 namespace onyx::testing {
 
+// AttributeProto builders for ModelBuilder nodes.
+inline model::AttributeProto int_attr(const std::string& name, int64_t v) {
+  model::AttributeProto a;
+  a.name = name;
+  a.type = model::AttributeProto::INT;
+  a.i = v;
+  return a;
+}
+inline model::AttributeProto float_attr(const std::string& name, float v) {
+  model::AttributeProto a;
+  a.name = name;
+  a.type = model::AttributeProto::FLOAT;
+  a.f = v;
+  return a;
+}
+inline model::AttributeProto ints_attr(const std::string& name, std::vector<int64_t> v) {
+  model::AttributeProto a;
+  a.name = name;
+  a.type = model::AttributeProto::INTS;
+  a.ints = std::move(v);
+  return a;
+}
+inline model::AttributeProto string_attr(const std::string& name, std::string v) {
+  model::AttributeProto a;
+  a.name = name;
+  a.type = model::AttributeProto::STRING;
+  a.s = std::move(v);
+  return a;
+}
+
 class ModelBuilder {
  public:
   explicit ModelBuilder(int64_t opset = 17) {

@@ -23,7 +23,10 @@ using testing::attr_floats;
 using testing::attr_int;
 using testing::attr_ints;
 using testing::attr_string;
+using testing::int_attr;
+using testing::ints_attr;
 using testing::run_kernel;
+using testing::string_attr;
 
 constexpr const char* kDomain = "com.microsoft.nchwc";
 
@@ -42,27 +45,6 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, floa
 
 Tensor make(const std::vector<float>& v, Shape shape) { return Tensor::from_vector<float>(v, std::move(shape)); }
 
-model::AttributeProto proto_ints(const char* name, std::vector<int64_t> values) {
-  model::AttributeProto a;
-  a.name = name;
-  a.type = model::AttributeProto::INTS;
-  a.ints = std::move(values);
-  return a;
-}
-model::AttributeProto proto_int(const char* name, int64_t value) {
-  model::AttributeProto a;
-  a.name = name;
-  a.type = model::AttributeProto::INT;
-  a.i = value;
-  return a;
-}
-model::AttributeProto proto_string(const char* name, const std::string& value) {
-  model::AttributeProto a;
-  a.name = name;
-  a.type = model::AttributeProto::STRING;
-  a.s = value;
-  return a;
-}
 
 int64_t round_up(int64_t c, int64_t b) { return (c + b - 1) / b * b; }
 
@@ -349,11 +331,11 @@ TEST(Nchwc, ConvWithConstantWeightsInASession) {
   mb.node("ReorderInput", {"x"}, {"xb"}, "reorder_in", kDomain);
   mb.node("Conv", {"xb", "w", "b"}, {"yb"}, "conv", kDomain);
   auto& conv = mb.proto().graph->node.back();
-  conv.attribute.push_back(proto_ints("kernel_shape", {3, 3}));
-  conv.attribute.push_back(proto_ints("pads", {1, 1, 1, 1}));
-  conv.attribute.push_back(proto_string("activation", "Relu"));
+  conv.attribute.push_back(ints_attr("kernel_shape", {3, 3}));
+  conv.attribute.push_back(ints_attr("pads", {1, 1, 1, 1}));
+  conv.attribute.push_back(string_attr("activation", "Relu"));
   mb.node("ReorderOutput", {"yb"}, {"y"}, "reorder_out", kDomain);
-  mb.proto().graph->node.back().attribute.push_back(proto_int("channels", p.o));
+  mb.proto().graph->node.back().attribute.push_back(int_attr("channels", p.o));
   mb.output("y");
   for (int threads : {1, 2}) {
     SessionOptions options;

@@ -83,28 +83,7 @@ inline int count_ops(const graph::Graph& g, const std::string& op_type) {
   return n;
 }
 
-// Attribute and initializer builders for ModelBuilder models.
-inline model::AttributeProto int_attr(const std::string& name, int64_t v) {
-  model::AttributeProto a;
-  a.name = name;
-  a.type = model::AttributeProto::INT;
-  a.i = v;
-  return a;
-}
-inline model::AttributeProto float_attr(const std::string& name, float v) {
-  model::AttributeProto a;
-  a.name = name;
-  a.type = model::AttributeProto::FLOAT;
-  a.f = v;
-  return a;
-}
-inline model::AttributeProto ints_attr(const std::string& name, std::vector<int64_t> v) {
-  model::AttributeProto a;
-  a.name = name;
-  a.type = model::AttributeProto::INTS;
-  a.ints = std::move(v);
-  return a;
-}
+// Attribute builders (int_attr, ...) live in model_builder.h.
 
 // Adds attributes to the last node added.
 inline void attrs(ModelBuilder& b, std::vector<model::AttributeProto> list) {
