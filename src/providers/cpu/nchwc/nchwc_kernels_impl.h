@@ -28,40 +28,71 @@ constexpr int kMaxP = Isa::kMaxP;
 constexpr int kMaxF = Isa::kMaxF;
 constexpr int kDepthwiseP = Isa::kDepthwiseP;
 
-ONYX_NCHWC_INLINE V activate(V v, const Activation& a) {
-  switch (a.kind) {
-    case Activation::kRelu:
-      return Isa::max(v, Isa::zero());
-    case Activation::kLeakyRelu:
-      return Isa::leaky(v, Isa::set1(a.alpha));
-    case Activation::kClip:
-      return Isa::min(Isa::max(v, Isa::set1(a.alpha)), Isa::set1(a.beta));
-    case Activation::kHardSigmoid:
-      return Isa::min(Isa::max(Isa::fma(v, Isa::set1(a.alpha), Isa::set1(a.beta)), Isa::zero()), Isa::set1(1.0f));
-    default:
-      return v;
+template <int kKind>
+ONYX_NCHWC_INLINE V activate(V v, V alpha, V beta) {
+  if constexpr (kKind == Activation::kRelu) {
+    return Isa::max(v, Isa::zero());
+  } else if constexpr (kKind == Activation::kLeakyRelu) {
+    return Isa::leaky(v, alpha);
+  } else if constexpr (kKind == Activation::kClip) {
+    return Isa::min(Isa::max(v, alpha), beta);
+  } else if constexpr (kKind == Activation::kHardSigmoid) {
+    return Isa::min(Isa::max(Isa::fma(v, alpha, beta), Isa::zero()), Isa::set1(1.0f));
+  } else {
+    return v;
   }
 }
 
-// Stores the P x F tile at pixel q of blocks ob0.. ; `last` finishes it.
-template <int P, int F>
-ONYX_NCHWC_INLINE void write_back(V (&acc)[P][F], const ConvJob& job, int64_t ob0, int64_t q, bool last) {
+// Finishes the P x F tile at pixel q of blocks ob0..: bias, sum and the
+// activation kKind, then stores it.
+template <int P, int F, int kKind>
+ONYX_NCHWC_INLINE void finish_tile(V (&acc)[P][F], const ConvJob& job, int64_t ob0, int64_t q) {
+  const V alpha = Isa::set1(job.activation.alpha), beta = Isa::set1(job.activation.beta);
+  const float* bias = job.bias;
+  const float* sum = job.sum;
+  float* y0 = job.y;
+  const int64_t stride = job.y_block_stride;
 #pragma GCC unroll 4
   for (int f = 0; f < F; ++f) {
-    float* y = job.y + (ob0 + f) * job.y_block_stride + q * kB;
-    if (!last) {
+    float* y = y0 + (ob0 + f) * stride + q * kB;
+    const V b = bias != nullptr ? Isa::load(bias + (ob0 + f) * kB) : Isa::zero();
+    if (sum != nullptr) {
+      const float* s = sum + (ob0 + f) * stride + q * kB;
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) {
+        Isa::store(y + p * kB, activate<kKind>(Isa::add(Isa::add(acc[p][f], b), Isa::load(s + p * kB)), alpha, beta));
+      }
+    } else {
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) Isa::store(y + p * kB, activate<kKind>(Isa::add(acc[p][f], b), alpha, beta));
+    }
+  }
+}
+
+// Stores the P x F tile at pixel q of blocks ob0.. ; `last` finishes it
+// (the activation chosen once per tile, not per vector).
+template <int P, int F>
+ONYX_NCHWC_INLINE void write_back(V (&acc)[P][F], const ConvJob& job, int64_t ob0, int64_t q, bool last) {
+  if (!last) {
+#pragma GCC unroll 4
+    for (int f = 0; f < F; ++f) {
+      float* y = job.y + (ob0 + f) * job.y_block_stride + q * kB;
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) Isa::store(y + p * kB, acc[p][f]);
-      continue;
     }
-    const V b = job.bias != nullptr ? Isa::load(job.bias + (ob0 + f) * kB) : Isa::zero();
-    const float* s = job.sum != nullptr ? job.sum + (ob0 + f) * job.y_block_stride + q * kB : nullptr;
-#pragma GCC unroll 8
-    for (int p = 0; p < P; ++p) {
-      V v = Isa::add(acc[p][f], b);
-      if (s != nullptr) v = Isa::add(v, Isa::load(s + p * kB));
-      Isa::store(y + p * kB, activate(v, job.activation));
-    }
+    return;
+  }
+  switch (job.activation.kind) {
+    case Activation::kRelu:
+      return finish_tile<P, F, Activation::kRelu>(acc, job, ob0, q);
+    case Activation::kLeakyRelu:
+      return finish_tile<P, F, Activation::kLeakyRelu>(acc, job, ob0, q);
+    case Activation::kClip:
+      return finish_tile<P, F, Activation::kClip>(acc, job, ob0, q);
+    case Activation::kHardSigmoid:
+      return finish_tile<P, F, Activation::kHardSigmoid>(acc, job, ob0, q);
+    default:
+      return finish_tile<P, F, Activation::kNone>(acc, job, ob0, q);
   }
 }
 
@@ -241,6 +272,59 @@ ONYX_NCHWC_INLINE void depthwise_span(const ConvJob& j, const float* x, const fl
   write_back<N, 1>(acc, j, ob, oh * j.out_w + ow0, true);
 }
 
+// depthwise_span for the common windows: KW taps per row, no dilation along
+// the width and stride S, all known at compile time, so every load is the
+// row's base plus a constant (the general span strides through its pixels
+// one add at a time, a dependency chain that halves the FMA rate).
+template <int N, int S, int KW>
+ONYX_NCHWC_INLINE void depthwise_span_fixed(const ConvJob& j, const float* x, const float* w, int64_t ob, int64_t oh,
+                                            int64_t ow0, int64_t kh0, int64_t kh1) {
+  const float* base = x + oh * j.x_row_step + ow0 * S * kB - (j.pad_top * j.in_w + j.pad_left) * kB;
+  V acc[N][1];
+#pragma GCC unroll 8
+  for (int n = 0; n < N; ++n) acc[n][0] = Isa::zero();
+  for (int64_t kh = kh0; kh < kh1; ++kh) {
+    const float* p = base + j.taps[kh * KW];  // tap (kh, kw) is kw blocks further on
+    const float* wk = w + kh * KW * kB;
+#pragma GCC unroll 8
+    for (int kw = 0; kw < KW; ++kw) {
+      const V wv = Isa::load(wk + kw * kB);
+#pragma GCC unroll 8
+      for (int n = 0; n < N; ++n) acc[n][0] = Isa::fma(Isa::load(p + (n * S + kw) * kB), wv, acc[n][0]);
+    }
+  }
+  write_back<N, 1>(acc, j, ob, oh * j.out_w + ow0, true);
+}
+
+// One span of N interior pixels: the fixed-window form, or with S == 0 the
+// general one.
+template <int S, int KW, int N>
+ONYX_NCHWC_INLINE void depthwise_span_of(const ConvJob& j, const float* x, const float* w, int64_t ob, int64_t oh,
+                                         int64_t ow, int64_t kh0, int64_t kh1) {
+  if constexpr (S == 0) {
+    depthwise_span<N>(j, x, w, ob, oh, ow, kh0, kh1, 0, j.kernel_w);
+  } else {
+    depthwise_span_fixed<N, S, KW>(j, x, w, ob, oh, ow, kh0, kh1);
+  }
+}
+
+// The pixels [ow, hi) of row oh whose windows lie inside the input's width,
+// in spans of up to kDepthwiseP.
+template <int S, int KW>
+ONYX_NCHWC_INLINE void depthwise_interior(const ConvJob& j, const float* x, const float* w, int64_t ob, int64_t oh,
+                                          int64_t ow, int64_t hi, int64_t kh0, int64_t kh1) {
+  for (; ow + kDepthwiseP <= hi; ow += kDepthwiseP) depthwise_span_of<S, KW, kDepthwiseP>(j, x, w, ob, oh, ow, kh0, kh1);
+  if (ow + 4 <= hi) {
+    depthwise_span_of<S, KW, 4>(j, x, w, ob, oh, ow, kh0, kh1);
+    ow += 4;
+  }
+  if (ow + 2 <= hi) {
+    depthwise_span_of<S, KW, 2>(j, x, w, ob, oh, ow, kh0, kh1);
+    ow += 2;
+  }
+  if (ow < hi) depthwise_span_of<S, KW, 1>(j, x, w, ob, oh, ow, kh0, kh1);
+}
+
 // Output block ob for pixels [q0, q1): in each row, the pixels whose windows
 // lie inside the input's width in groups of up to kDepthwiseP, the border
 // pixels one at a time over their clipped windows.
@@ -252,6 +336,7 @@ ONYX_NCHWC_TARGET void depthwise(const ConvJob& j, int64_t ob, int64_t q0, int64
   if (j.in_w - 1 - span_w + j.pad_left >= 0) hi = (j.in_w - 1 - span_w + j.pad_left) / j.stride_w + 1;
   hi = std::min(hi, j.out_w);
   lo = std::min(lo, hi);
+  const bool fixed3 = j.kernel_w == 3 && j.dilation_w == 1 && (j.stride_w == 1 || j.stride_w == 2);
   for (int64_t q = q0; q < q1;) {
     const int64_t oh = q / j.out_w, ow_begin = q % j.out_w, ow_end = std::min(j.out_w, ow_begin + (q1 - q));
     q += ow_end - ow_begin;
@@ -265,20 +350,13 @@ ONYX_NCHWC_TARGET void depthwise(const ConvJob& j, int64_t ob, int64_t q0, int64
       window_range(ow * j.stride_w - j.pad_left, j.dilation_w, j.kernel_w, j.in_w, kw0, kw1);
       depthwise_span<1>(j, x, w, ob, oh, ow, kh0, kh1, kw0, kw1);
     }
-    int64_t ow = in_lo;
-    const int64_t kw1 = j.kernel_w;
-    for (; ow + kDepthwiseP <= in_hi; ow += kDepthwiseP) {
-      depthwise_span<kDepthwiseP>(j, x, w, ob, oh, ow, kh0, kh1, 0, kw1);
+    if (fixed3 && j.stride_w == 1) {
+      depthwise_interior<1, 3>(j, x, w, ob, oh, in_lo, in_hi, kh0, kh1);
+    } else if (fixed3) {
+      depthwise_interior<2, 3>(j, x, w, ob, oh, in_lo, in_hi, kh0, kh1);
+    } else {
+      depthwise_interior<0, 0>(j, x, w, ob, oh, in_lo, in_hi, kh0, kh1);
     }
-    if (ow + 4 <= in_hi) {
-      depthwise_span<4>(j, x, w, ob, oh, ow, kh0, kh1, 0, kw1);
-      ow += 4;
-    }
-    if (ow + 2 <= in_hi) {
-      depthwise_span<2>(j, x, w, ob, oh, ow, kh0, kh1, 0, kw1);
-      ow += 2;
-    }
-    if (ow < in_hi) depthwise_span<1>(j, x, w, ob, oh, ow, kh0, kh1, 0, kw1);
   }
 }
 
