@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -29,28 +30,44 @@ constexpr int kPausesPerClockRead = 16;
 
 }  // namespace
 
-// One parallel_for: chunks are claimed through `next` by the caller and any
-// worker that picks the job up; `done` counts finished chunks. Workers hold the
-// job by shared_ptr, so one that arrives after the last chunk was claimed only
-// sees next >= chunks and never touches `fn`, which lives on the caller's stack.
+// One parallel_for: chunks are claimed by the caller and any worker that picks
+// the job up; `done` counts finished chunks. Each thread first claims its own
+// chunk (the caller chunk 0, worker i chunk i), so consecutive calls over the
+// same range give a thread the same part, whose data it wrote or read last
+// time and still holds in its cache; then it scans `next` for chunks nobody
+// has claimed. Workers hold the job by shared_ptr, so one that arrives after
+// the last chunk was claimed only sees next >= chunks and never touches `fn`,
+// which lives on the caller's stack.
 struct ThreadPool::Job {
   const std::function<void(int64_t, int64_t)>* fn = nullptr;
   int64_t n = 0;
   int64_t per_chunk = 0;
   int64_t chunks = 0;
+  std::unique_ptr<std::atomic<bool>[]> taken;  // chunks entries
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
 
-  // Runs chunks until none is left to claim.
-  void run_chunks() {
+  void init(int64_t chunk_count) {
+    chunks = chunk_count;
+    taken = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(chunk_count));
+    for (int64_t c = 0; c < chunk_count; ++c) taken[c].store(false, std::memory_order_relaxed);
+  }
+
+  // Runs chunk `preferred` if nobody has, then chunks until none is left.
+  void run_chunks(int64_t preferred) {
+    if (preferred < chunks) run_if_free(preferred);
     for (;;) {
       const int64_t c = next.fetch_add(1, std::memory_order_relaxed);
       if (c >= chunks) return;
-      const int64_t begin = c * per_chunk;
-      const int64_t end = std::min(n, begin + per_chunk);
-      if (begin < end) (*fn)(begin, end);
-      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done.notify_all();
+      run_if_free(c);
     }
+  }
+  void run_if_free(int64_t c) {
+    if (taken[c].exchange(true, std::memory_order_acq_rel)) return;
+    const int64_t begin = c * per_chunk;
+    const int64_t end = std::min(n, begin + per_chunk);
+    if (begin < end) (*fn)(begin, end);
+    if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done.notify_all();
   }
   bool exhausted() const { return next.load(std::memory_order_relaxed) >= chunks; }
 };
@@ -59,7 +76,7 @@ ThreadPool::ThreadPool(int threads) : ThreadPool(ThreadPoolOptions{threads}) {}
 
 ThreadPool::ThreadPool(const ThreadPoolOptions& options)
     : spin_microseconds_(std::max(0, options.spin_microseconds)) {
-  for (int i = 1; i < options.threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  for (int i = 1; i < options.threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -71,7 +88,17 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::begin_run() { active_runs_.fetch_add(1, std::memory_order_relaxed); }
+void ThreadPool::begin_run() {
+  if (active_runs_.fetch_add(1, std::memory_order_relaxed) != 0 || spin_microseconds_ == 0) return;
+  // The first run to begin wakes the sleeping workers, so that they spin (and
+  // are running) by the time its first parallel_for comes: waking a thread
+  // takes tens of microseconds, more on a virtual machine whose idle CPU
+  // halts, and a run that woke its workers at the first parallel_for lost that
+  // much of every node until they came.
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++run_epoch_;
+  if (sleepers_ > 0) wake_.notify_all();
+}
 
 void ThreadPool::end_run() { active_runs_.fetch_sub(1, std::memory_order_relaxed); }
 
@@ -96,7 +123,7 @@ bool ThreadPool::spin_for_job() const {
   }
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(int index) {
   for (;;) {
     std::shared_ptr<Job> job;
     {
@@ -117,11 +144,12 @@ void ThreadPool::worker_loop() {
           if (job) break;
         }
         ++sleepers_;
-        wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+        const uint64_t epoch = run_epoch_;
+        wake_.wait(lock, [this, epoch] { return stopping_ || !jobs_.empty() || run_epoch_ != epoch; });
         --sleepers_;
       }
     }
-    job->run_chunks();
+    job->run_chunks(index);
   }
 }
 
@@ -138,7 +166,7 @@ void ThreadPool::parallel_for(int64_t n, double cost_per_item, const std::functi
   auto job = std::make_shared<Job>();
   job->fn = &fn;
   job->n = n;
-  job->chunks = chunks;
+  job->init(chunks);
   job->per_chunk = (n + chunks - 1) / chunks;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -147,7 +175,7 @@ void ThreadPool::parallel_for(int64_t n, double cost_per_item, const std::functi
     // Spinning workers see queued_; only sleeping ones need a wake-up call.
     if (sleepers_ > 0) wake_.notify_all();
   }
-  job->run_chunks();
+  job->run_chunks(0);
   // Every chunk is claimed; wait for the ones workers are still running:
   // spin first (they are usually about to finish), then block.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_microseconds_);
@@ -169,6 +197,30 @@ void ThreadPool::parallel_for(int64_t n, double cost_per_item, const std::functi
   auto it = std::find(jobs_.begin(), jobs_.end(), job);
   if (it != jobs_.end()) jobs_.erase(it);
   queued_.store(static_cast<int>(jobs_.size()), std::memory_order_relaxed);
+}
+
+void parallel_for_tasks(ThreadPool* pool, int64_t count, double cost_per_task, const std::function<void(int64_t)>& fn) {
+  if (count <= 0) return;
+  const int64_t shares = pool == nullptr ? 1 : std::min<int64_t>(pool->parallelism(), count);
+  if (shares == 1) {
+    for (int64_t t = 0; t < count; ++t) fn(t);
+    return;
+  }
+  // cursor[s] is the next unclaimed task of share s, which ends at end(s).
+  auto cursor = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(shares));
+  for (int64_t s = 0; s < shares; ++s) cursor[s].store(s * count / shares, std::memory_order_relaxed);
+  auto end = [&](int64_t s) { return (s + 1) * count / shares; };
+  auto drain = [&](int64_t s) {
+    for (int64_t t = cursor[s].fetch_add(1, std::memory_order_relaxed); t < end(s);
+         t = cursor[s].fetch_add(1, std::memory_order_relaxed)) {
+      fn(t);
+    }
+  };
+  const double cost_per_share = cost_per_task * static_cast<double>(count) / static_cast<double>(shares);
+  pool->parallel_for(shares, cost_per_share, [&](int64_t first, int64_t last) {
+    for (int64_t s = first; s < last; ++s) drain(s);
+    for (int64_t i = 1; i < shares; ++i) drain((last - 1 + i) % shares);
+  });
 }
 
 int ThreadPool::default_thread_count() {

@@ -44,6 +44,9 @@ class ThreadPool {
 
   // Calls fn(begin, end) over [0, n) in chunks. `cost_per_item` is a rough
   // count of operations per item; work under ~64K operations runs inline.
+  // Chunks are equal and, while every thread arrives in time, the same thread
+  // runs the same chunk of the same n in consecutive calls (the caller the
+  // first), so data a kernel leaves in a thread's cache is read there next.
   void parallel_for(int64_t n, double cost_per_item, const std::function<void(int64_t, int64_t)>& fn);
 
   // A run began / ended. Workers spin between jobs only while some run is in
@@ -56,7 +59,7 @@ class ThreadPool {
 
  private:
   struct Job;
-  void worker_loop();
+  void worker_loop(int index);  // index: 1.. (the caller of parallel_for is 0)
   // The oldest job with unclaimed chunks (dropping exhausted ones), or null. Needs mutex_.
   std::shared_ptr<Job> front_job_locked();
   // Spins while a run is in progress, for at most the spin time, until a job is queued.
@@ -68,6 +71,7 @@ class ThreadPool {
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> jobs_;  // guarded by mutex_
   int sleepers_ = 0;                       // workers waiting on wake_; guarded by mutex_
+  uint64_t run_epoch_ = 0;                 // counts begin_run calls that woke workers; guarded by mutex_
   bool stopping_ = false;                  // guarded by mutex_
   std::atomic<int> queued_{0};             // jobs_.size(), readable without the lock
   std::atomic<int> active_runs_{0};
@@ -99,5 +103,14 @@ inline void parallel_for(ThreadPool* pool, int64_t n, double cost_per_item,
   }
   pool->parallel_for(n, cost_per_item, fn);
 }
+
+// Runs fn(task) for every task in [0, count), tasks of about equal cost,
+// `cost_per_task` operations each. Each thread owns one contiguous share of
+// the tasks and works through it in order, so consecutive calls with the
+// same count give a thread the same share (a convolution reads the rows the
+// same thread wrote in the layer before); a thread that finishes its share
+// takes what is left of the others', from the front, so a late thread delays
+// nobody.
+void parallel_for_tasks(ThreadPool* pool, int64_t count, double cost_per_task, const std::function<void(int64_t)>& fn);
 
 }  // namespace onyx

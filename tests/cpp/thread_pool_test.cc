@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <random>
 #include <set>
@@ -95,6 +96,69 @@ TEST(ThreadPool, NestedParallelForFinishes) {
     }
   });
   EXPECT_EQ(total.load(), 8000);
+}
+
+// Each thread starts with its own chunk: in consecutive calls over the same
+// n, chunk c runs on the same thread (checked over many calls: a worker that
+// is late lets another take its chunk now and then, never most of the time).
+TEST(ThreadPool, ChunksStayWithTheirThread) {
+  ThreadPool pool(ThreadPoolOptions{3, 100000});
+  ThreadPoolRun run(&pool);
+  std::mutex mutex;
+  std::vector<std::map<std::thread::id, int>> runs_by(3);
+  for (int call = 0; call < 200; ++call) {
+    pool.parallel_for(3, 1.0e6, [&](int64_t begin, int64_t end) {
+      std::lock_guard<std::mutex> lock(mutex);
+      for (int64_t c = begin; c < end; ++c) ++runs_by[static_cast<size_t>(c)][std::this_thread::get_id()];
+    });
+  }
+  EXPECT_EQ(runs_by[0][std::this_thread::get_id()] > 100, true) << "the caller does not usually run chunk 0";
+  for (const auto& by : runs_by) {
+    int most = 0;
+    for (const auto& [id, count] : by) most = std::max(most, count);
+    EXPECT_GT(most, 100) << "no thread ran this chunk in most calls";
+  }
+}
+
+TEST(ThreadPool, ParallelForTasksRunsEveryTaskOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(ThreadPoolOptions{threads, 50});
+    ThreadPoolRun run(&pool);
+    for (int64_t count : {1, 2, 3, 4, 7, 16, 1001}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
+      parallel_for_tasks(&pool, count, 1.0e6, [&](int64_t task) {
+        ASSERT_LE(0, task);
+        ASSERT_LT(task, count);
+        hits[static_cast<size_t>(task)].fetch_add(1);
+      });
+      for (int64_t t = 0; t < count; ++t) ASSERT_EQ(hits[static_cast<size_t>(t)].load(), 1) << threads << " " << count;
+    }
+  }
+  int ran = 0;
+  parallel_for_tasks(nullptr, 5, 1.0e6, [&](int64_t) { ++ran; });
+  EXPECT_EQ(ran, 5);
+}
+
+// A share whose thread is busy elsewhere is taken over: with the worker
+// blocked in another caller's job, the caller alone runs every task.
+TEST(ThreadPool, ParallelForTasksDoesNotWaitForALateThread) {
+  ThreadPool pool(ThreadPoolOptions{2, 0});
+  std::atomic<bool> release{false};
+  std::atomic<bool> worker_busy{false};
+  std::thread other([&] {
+    pool.parallel_for(2, 1.0e9, [&](int64_t begin, int64_t) {
+      if (begin == 1) {
+        worker_busy = true;
+        while (!release) std::this_thread::yield();
+      }
+    });
+  });
+  while (!worker_busy) std::this_thread::yield();
+  std::atomic<int> ran{0};
+  parallel_for_tasks(&pool, 10, 1.0e6, [&](int64_t) { ++ran; });
+  EXPECT_EQ(ran.load(), 10);
+  release = true;
+  other.join();
 }
 
 double process_cpu_seconds() {

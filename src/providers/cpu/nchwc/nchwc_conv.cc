@@ -12,7 +12,6 @@
 // taps are taken in chunks whose weights stay in L2, with the partial sums in
 // Y.
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -236,10 +235,19 @@ class NchwcConvKernel final : public Kernel {
     ThreadPool* pool = ctx.thread_pool();
     const int64_t threads = pool != nullptr ? pool->parallelism() : 1;
     const int64_t outer = n_images * task_groups;
-    // With threads, about 8 tasks per thread (whole rows of tasks sharing a
-    // group's weights stay together), claimed one at a time: a thread that
-    // starts late takes fewer.
-    int64_t ranges = threads == 1 ? 1 : (8 * threads + outer - 1) / outer;
+    // Ranges of pixels per (image, group). When each task streams its group's
+    // weights (not all-groups, not depthwise), splitting the pixels makes every
+    // range read those weights again, so groups alone make the tasks as long as
+    // they balance: a multiple of the thread count, or at least 4 per thread.
+    // Otherwise about 8 tasks per thread (whole rows of tasks sharing a
+    // group's weights stay together).
+    int64_t ranges = 1;
+    if (threads > 1 && !all_groups && form != ConvForm::kDepthwise) {
+      ranges = (threads + outer - 1) / outer;
+      while (outer * ranges % threads != 0 && outer * ranges < 4 * threads) ++ranges;
+    } else if (threads > 1) {
+      ranges = (8 * threads + outer - 1) / outer;
+    }
     ranges = std::max<int64_t>(1, std::min(ranges, tiles));
     const int64_t tiles_per_range = (tiles + ranges - 1) / ranges;
     const int64_t task_count = outer * ranges;
@@ -264,28 +272,23 @@ class NchwcConvKernel final : public Kernel {
       }
       for (int64_t ob = ob0; ob < ob0 + nob; ++ob) finish(job.y + ob * job.y_block_stride + q0 * B, (q1 - q0) * B);
     };
-    std::atomic<int64_t> next_task{0};
-    const int64_t participants = std::min(threads, task_count);
-    parallel_for(
-        pool, participants, macs_per_task * static_cast<double>(task_count / participants), [&](int64_t, int64_t) {
-          for (int64_t task = next_task.fetch_add(1); task < task_count; task = next_task.fetch_add(1)) {
-            const int64_t r = task % ranges, g = (task / ranges) % task_groups, n = task / ranges / task_groups;
-            const int64_t q0 = r * tiles_per_range * P, q1 = std::min(out_hw, (r + 1) * tiles_per_range * P);
-            if (q0 >= q1) continue;
-            const ConvJob job = job_for(n);
-            if (form == ConvForm::kDepthwise) {
-              k->depthwise(job, g, q0, q1);
-              finish(job.y + g * job.y_block_stride + q0 * B, (q1 - q0) * B);
-            } else if (all_groups) {
-              for (int64_t b0 = q0; b0 < q1; b0 += block_pixels) {
-                const int64_t b1 = std::min(q1, b0 + block_pixels);
-                for (int64_t gi = 0; gi < groups; ++gi) run_group(job, gi, b0, b1);
-              }
-            } else {
-              run_group(job, g, q0, q1);
-            }
-          }
-        });
+    parallel_for_tasks(pool, task_count, macs_per_task, [&](int64_t task) {
+      const int64_t r = task % ranges, g = (task / ranges) % task_groups, n = task / ranges / task_groups;
+      const int64_t q0 = r * tiles_per_range * P, q1 = std::min(out_hw, (r + 1) * tiles_per_range * P);
+      if (q0 >= q1) return;
+      const ConvJob job = job_for(n);
+      if (form == ConvForm::kDepthwise) {
+        k->depthwise(job, g, q0, q1);
+        finish(job.y + g * job.y_block_stride + q0 * B, (q1 - q0) * B);
+      } else if (all_groups) {
+        for (int64_t b0 = q0; b0 < q1; b0 += block_pixels) {
+          const int64_t b1 = std::min(q1, b0 + block_pixels);
+          for (int64_t gi = 0; gi < groups; ++gi) run_group(job, gi, b0, b1);
+        }
+      } else {
+        run_group(job, g, q0, q1);
+      }
+    });
     return Status::ok();
   }
 
