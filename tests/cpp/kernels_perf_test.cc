@@ -182,11 +182,14 @@ TEST(ConvFastPaths, FusedActivationAndResidualInTheWriteBack) {
   const ConvShape planes{1, 5, 7, 13, 11, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1};
   const ConvShape winograd{1, 16, 18, 16, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   const ConvShape pointwise{1, 8, 12, 9, 9, 1, 1};
+  // Grouped pointwise (ShuffleNet): one task per (image, group, column chunk).
+  const ConvShape grouped_pointwise{2, 12, 16, 9, 11, 1, 1, 4};
   const ConvShape depthwise{1, 6, 6, 10, 10, 3, 3, 6, 1, 1, 1, 1, 1, 1, 1, 1};
   const ConvShape few_outputs{1, 4, 2, 25, 30, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  for (const ConvShape& p : {planes, winograd, pointwise, depthwise, few_outputs})
+  for (const ConvShape& p : {planes, winograd, pointwise, grouped_pointwise, depthwise, few_outputs})
     for (const char* activation : {"", "Relu", "LeakyRelu", "Clip"})
       for (bool residual : {false, true}) check_conv(p, 2, true, activation, residual);
+  for (int threads : {1, 3}) check_conv(grouped_pointwise, threads, true, "Relu", true);
 }
 
 // ---------------------------------------------------------------- MatMul and Gemm

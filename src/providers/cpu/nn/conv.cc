@@ -487,21 +487,31 @@ void convolve_float(const float* x, const float* weights, const std::vector<Pack
   const int64_t chunk = std::max<int64_t>(64, (int64_t{1} << 16) / std::max<int64_t>(kg, 1) / 32 * 32);
   const int64_t chunks = (out_size + chunk - 1) / chunk;
   const int64_t tasks = batch * group * chunks;
-  if (!pointwise && w.rank() <= 2 && (threads == 1 || tasks >= 2 * threads)) {
+  // Grouped pointwise convolutions are as many small GEMMs as groups (a
+  // ShuffleNet unit: 4 of 34x34 by 784 columns): one task each, rather than
+  // each GEMM shared out in turn.
+  const bool column_tasks = pointwise ? group > 1 : w.rank() <= 2;
+  if (column_tasks && (threads == 1 || tasks >= 2 * threads)) {
     // Tasks are (image, group, column chunk), each one single-threaded GEMM.
-    parallel_for(pool, tasks, 2.0 * static_cast<double>(mg * kg * std::min(chunk, out_size)),
-                 [&](int64_t begin, int64_t end) {
-                   std::vector<float> col(static_cast<size_t>(kg * std::min(chunk, out_size)));
-                   for (int64_t task = begin; task < end; ++task) {
-                     const int64_t image_group = task / chunks, g = image_group % group, n = image_group / group;
-                     const int64_t j0 = (task % chunks) * chunk, j1 = std::min(out_size, j0 + chunk);
-                     im2col_columns(x + (n * in_channels + g * cg) * in_size, cg, w, j0, j1, col.data());
-                     load_residual(n, g, j0, j1);
-                     sgemm_packed_a((*packed)[static_cast<size_t>(g)], false, j1 - j0, 1.0f, col.data(), j1 - j0,
-                                    beta, y + (n * out_channels + g * mg) * out_size + j0, out_size, nullptr,
-                                    epilogue_for(g));
-                   }
-                 });
+    const int64_t chunk_cols = std::min(chunk, out_size);
+    parallel_for(pool, tasks, 2.0 * static_cast<double>(mg * kg * chunk_cols), [&](int64_t begin, int64_t end) {
+      std::vector<float> col(pointwise ? 0 : static_cast<size_t>(kg * chunk_cols));
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t image_group = task / chunks, g = image_group % group, n = image_group / group;
+        const int64_t j0 = (task % chunks) * chunk, j1 = std::min(out_size, j0 + chunk);
+        const float* xg = x + (n * in_channels + g * cg) * in_size;
+        const float* source = xg + j0;  // pointwise: X's rows are the columns
+        int64_t ld = in_size;
+        if (!pointwise) {
+          im2col_columns(xg, cg, w, j0, j1, col.data());
+          source = col.data();
+          ld = j1 - j0;
+        }
+        load_residual(n, g, j0, j1);
+        sgemm_packed_a((*packed)[static_cast<size_t>(g)], false, j1 - j0, 1.0f, source, ld, beta,
+                       y + (n * out_channels + g * mg) * out_size + j0, out_size, nullptr, epilogue_for(g));
+      }
+    });
     return;
   }
   // Few large GEMMs (pointwise, 3-D and beyond, or too few chunks to share):
