@@ -308,7 +308,12 @@ TEST(Nchwc, ConvNchwInputAndDepthwise) {
   cases.push_back(ConvCase::make(2, 2 * b, 7, 7, 2 * b, 3, 3).pads(1, 1, 1, 1).depthwise_conv().with_activation("Clip"));
   cases.push_back(ConvCase::make(1, b, 9, 20, b, 3, 3).strides(1, 3).dilations(1, 2).pads(1, 2, 0, 1).depthwise_conv());
   cases.push_back(ConvCase::make(1, b, 8, 19, b, 3, 3).depthwise_conv());
-  for (int threads : {1, 2}) {
+  // 3x3 stride 1 two rows at a time: rows whose windows leave the input at
+  // the top or bottom (asymmetric pads) and an odd row left over; spans of
+  // 8, 4, 2 and 1 interior pixels (17 columns).
+  cases.push_back(ConvCase::make(2, 3 * b, 13, 17, 3 * b, 3, 3).pads(0, 1, 2, 1).depthwise_conv().with_sum());
+  cases.push_back(ConvCase::make(1, b, 4, 3, b, 3, 3).pads(1, 1, 1, 1).depthwise_conv().with_activation("Relu"));
+  for (int threads : {1, 2, 3}) {
     for (const auto& p : cases) check_conv(p, threads);
   }
 }

@@ -153,22 +153,24 @@ class NchwcConvKernel final : public Kernel {
       if (padded.size() < needed) padded.resize(needed);
       float* dst = padded.data();
       const int64_t copy_cols = std::min(in_w, cols - pl);
-      // On the calling thread: a copy is short next to the convolution, and
-      // shorter than waking a worker for it.
-      for (int64_t p = 0; p < n_images * planes; ++p) {
-        const float* src = xin + p * in_h * in_w * unit;
-        for (int64_t r = 0; r < rows; ++r) {
-          float* out = dst + p * plane + r * cols * unit;
-          const int64_t ih = r - pt;
-          if (ih < 0 || ih >= in_h || copy_cols <= 0) {
-            std::fill(out, out + cols * unit, 0.0f);
-            continue;
-          }
-          std::fill(out, out + pl * unit, 0.0f);
-          std::memcpy(out + pl * unit, src + ih * in_w * unit, static_cast<size_t>(copy_cols * unit) * sizeof(float));
-          std::fill(out + (pl + copy_cols) * unit, out + cols * unit, 0.0f);
-        }
-      }
+      // Rows of all planes, shared by the threads (inline when small).
+      parallel_for(ctx.thread_pool(), n_images * planes * rows, static_cast<double>(cols * unit),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t i = begin; i < end; ++i) {
+                       const int64_t p = i / rows, r = i % rows;
+                       const float* src = xin + p * in_h * in_w * unit;
+                       float* out = dst + p * plane + r * cols * unit;
+                       const int64_t ih = r - pt;
+                       if (ih < 0 || ih >= in_h || copy_cols <= 0) {
+                         std::fill(out, out + cols * unit, 0.0f);
+                         continue;
+                       }
+                       std::fill(out, out + pl * unit, 0.0f);
+                       std::memcpy(out + pl * unit, src + ih * in_w * unit,
+                                   static_cast<size_t>(copy_cols * unit) * sizeof(float));
+                       std::fill(out + (pl + copy_cols) * unit, out + cols * unit, 0.0f);
+                     }
+                   });
       xin = dst;
     }
 
@@ -225,7 +227,9 @@ class NchwcConvKernel final : public Kernel {
     // task sweeps its pixels.
     const ConvForm form = packed->form;
     const int64_t F = form == ConvForm::kDepthwise ? 1 : kernels_->max_filter_blocks;
-    const int64_t P = form == ConvForm::kDepthwise ? 8 : kernels_->max_pixels;
+    // Depthwise tasks take whole output rows (the kernel computes two rows at
+    // once where it can), the others tiles of P pixels.
+    const int64_t P = form == ConvForm::kDepthwise ? out_w : kernels_->max_pixels;
     const int64_t groups = (out_blocks + F - 1) / F;
     const int64_t tiles = (out_hw + P - 1) / P;
     const int64_t weight_bytes = static_cast<int64_t>(packed->data.size() * sizeof(float));
@@ -249,7 +253,8 @@ class NchwcConvKernel final : public Kernel {
       ranges = (8 * threads + outer - 1) / outer;
     }
     ranges = std::max<int64_t>(1, std::min(ranges, tiles));
-    const int64_t tiles_per_range = (tiles + ranges - 1) / ranges;
+    int64_t tiles_per_range = (tiles + ranges - 1) / ranges;
+    if (form == ConvForm::kDepthwise && tiles_per_range % 2 == 1 && tiles_per_range < tiles) ++tiles_per_range;
     const int64_t task_count = outer * ranges;
     const double macs_per_task = static_cast<double>(out_hw) / static_cast<double>(ranges) *
                                  static_cast<double>(out_c / task_groups * tap_count * lanes);
