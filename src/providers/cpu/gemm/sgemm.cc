@@ -410,14 +410,21 @@ void run_gemm(const SgemmKernel& kern, int64_t M, int64_t N, int64_t K, float al
 void run_row_packed(const SgemmKernel& kern, int64_t N, int64_t K, float alpha, const float* x, const float* b_packed,
                     float beta, float* y, const GemmEpilogue& ep, ThreadPool* pool) {
   const int64_t nr = kern.nr, n_pad = round_up(N, nr), panels = n_pad / nr;
+  // K blocks outer: the panels of one K block lie side by side, so a thread's
+  // range of panels is read as one sequential stream per K block (panel by
+  // panel, it was a jump of a whole K block every 32 KiB, which kept the
+  // hardware prefetchers from ever running ahead of this memory-bound loop).
   parallel_for(pool, panels, 2.0 * static_cast<double>(K * nr), [&](int64_t begin, int64_t end) {
-    for (int64_t panel = begin; panel < end; ++panel) {
-      const int64_t j = panel * nr, n = std::min(nr, N - j);
-      for (int64_t p0 = 0; p0 < K; p0 += kern.kc) {
-        const int64_t kc = std::min(kern.kc, K - p0);
+    for (int64_t p0 = 0; p0 < K; p0 += kern.kc) {
+      const int64_t kc = std::min(kern.kc, K - p0);
+      for (int64_t panel = begin; panel < end; ++panel) {
+        const int64_t j = panel * nr, n = std::min(nr, N - j);
         kern.row(kc, x + p0, b_packed + p0 * n_pad + j * kc, y + j, n, alpha, p0 == 0 ? beta : 1.0f);
       }
-      if (ep.active()) apply_epilogue(y + j, 0, 1, n, 0, j, ep);
+    }
+    if (ep.active()) {
+      const int64_t j0 = begin * nr, j1 = std::min(N, end * nr);
+      apply_epilogue(y + j0, 0, 1, j1 - j0, 0, j0, ep);
     }
   });
 }
