@@ -20,6 +20,8 @@ struct Isa {
   static constexpr int kMaxP = 6;
   static constexpr int kMaxF = 2;
   static constexpr int kDepthwiseP = 8;
+  static constexpr int kWideP = 12;
+  static constexpr int kWideF = 1;
   ONYX_ISA_OP V zero() { return _mm256_setzero_ps(); }
   ONYX_ISA_OP V set1(float v) { return _mm256_set1_ps(v); }
   ONYX_ISA_OP V load(const float* p) { return _mm256_loadu_ps(p); }

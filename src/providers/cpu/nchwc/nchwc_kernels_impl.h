@@ -26,6 +26,11 @@ using V = Isa::V;
 constexpr int kB = Isa::kB;
 constexpr int kMaxP = Isa::kMaxP;
 constexpr int kMaxF = Isa::kMaxF;
+// Tiles of up to kWideF output blocks take up to kWideP pixels: P x F
+// accumulators stay as many as a full tile has (a 6 x 1 tile had 6, too few
+// to hide the FMA latency).
+constexpr int kWideP = Isa::kWideP;
+constexpr int kWideF = Isa::kWideF;
 constexpr int kDepthwiseP = Isa::kDepthwiseP;
 
 template <int kKind>
@@ -58,12 +63,12 @@ ONYX_NCHWC_INLINE void finish_tile(V (&acc)[P][F], const ConvJob& job, int64_t o
     const V b = bias != nullptr ? Isa::load(bias + (ob0 + f) * kB) : Isa::zero();
     if (sum != nullptr) {
       const float* s = sum + (ob0 + f) * stride + q * kB;
-#pragma GCC unroll 8
+#pragma GCC unroll 12
       for (int p = 0; p < P; ++p) {
         Isa::store(y + p * kB, activate<kKind>(Isa::add(Isa::add(acc[p][f], b), Isa::load(s + p * kB)), alpha, beta));
       }
     } else {
-#pragma GCC unroll 8
+#pragma GCC unroll 12
       for (int p = 0; p < P; ++p) Isa::store(y + p * kB, activate<kKind>(Isa::add(acc[p][f], b), alpha, beta));
     }
   }
@@ -77,7 +82,7 @@ ONYX_NCHWC_INLINE void write_back(V (&acc)[P][F], const ConvJob& job, int64_t ob
 #pragma GCC unroll 4
     for (int f = 0; f < F; ++f) {
       float* y = job.y + (ob0 + f) * job.y_block_stride + q * kB;
-#pragma GCC unroll 8
+#pragma GCC unroll 12
       for (int p = 0; p < P; ++p) Isa::store(y + p * kB, acc[p][f]);
     }
     return;
@@ -104,7 +109,7 @@ ONYX_NCHWC_INLINE void tap_step(V (&acc)[P][F], const float* const (&x)[P], int6
     V wv[F];
 #pragma GCC unroll 4
     for (int f = 0; f < F; ++f) wv[f] = Isa::load(w + (l * F + f) * kB);
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int p = 0; p < P; ++p) Isa::template broadcast_fma<F>(acc[p], wv, x[p] + o + l);
   }
 }
@@ -117,12 +122,12 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
                                  int64_t next_lines_per_tap) {
   V acc[P][F];
   if (first) {
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int p = 0; p < P; ++p)
 #pragma GCC unroll 4
       for (int f = 0; f < F; ++f) acc[p][f] = Isa::zero();
   } else {
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int p = 0; p < P; ++p)
 #pragma GCC unroll 4
       for (int f = 0; f < F; ++f) acc[p][f] = Isa::load(job.y + (ob0 + f) * job.y_block_stride + (q + p) * kB);
@@ -134,7 +139,7 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
     for (int f = 0; f < F; ++f) {
       const float* s = job.sum != nullptr ? job.sum + (ob0 + f) * job.y_block_stride + q * kB : nullptr;
       float* y = job.y + (ob0 + f) * job.y_block_stride + q * kB;
-#pragma GCC unroll 8
+#pragma GCC unroll 12
       for (int p = 0; p < P; ++p) {
         __builtin_prefetch(y + p * kB, 1, 3);
         if (last && s != nullptr) __builtin_prefetch(s + p * kB, 0, 3);
@@ -142,7 +147,7 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
     }
   }
   const float* x[P];
-#pragma GCC unroll 8
+#pragma GCC unroll 12
   for (int p = 0; p < P; ++p) x[p] = xs[p];
   // The next tile's input (the next P pixels of the same row) is fetched one
   // tap ahead of use: with one stream per input block the hardware prefetcher
@@ -154,7 +159,7 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
       const int64_t o = taps[t];
       for (int64_t i = 0; i < next_lines_per_tap; ++i) __builtin_prefetch(next_w + i * 64, 0, 2);
       next_w += next_lines_per_tap * 64;
-#pragma GCC unroll 8
+#pragma GCC unroll 12
       for (int p = 0; p < P; ++p) __builtin_prefetch(x[p] + o + ahead, 0, 3);
       tap_step<P, F, L>(acc, x, o, w);
       w += L * F * kB;
@@ -187,38 +192,41 @@ template <int L, int P, int... Fs>
 constexpr void fill_row(TileFn* row, std::integer_sequence<int, Fs...>) {
   ((row[Fs] = &conv_tile<P, Fs + 1, L>), ...);
 }
-template <int L, int... Ps>
-constexpr void fill_table(TileFn (*table)[kMaxF], std::integer_sequence<int, Ps...>) {
-  ((fill_row<L, Ps + 1>(table[Ps], std::make_integer_sequence<int, kMaxF>{})), ...);
+template <int L, int F, int... Ps>
+constexpr void fill_table(TileFn (*table)[F], std::integer_sequence<int, Ps...>) {
+  ((fill_row<L, Ps + 1>(table[Ps], std::make_integer_sequence<int, F>{})), ...);
 }
 
-// tiles<L>[P - 1][F - 1]
-template <int L>
+// fn[P - 1][F - 1] for P <= MaxP, F <= MaxF.
+template <int L, int MaxP, int MaxF>
 struct TileTable {
-  TileFn fn[kMaxP][kMaxF];
-  constexpr TileTable() : fn{} { fill_table<L>(fn, std::make_integer_sequence<int, kMaxP>{}); }
+  TileFn fn[MaxP][MaxF];
+  constexpr TileTable() : fn{} { fill_table<L, MaxF>(fn, std::make_integer_sequence<int, MaxP>{}); }
 };
-constexpr TileTable<kB> kBlockedTiles{};
-constexpr TileTable<1> kNchwTiles{};
+constexpr TileTable<kB, kMaxP, kMaxF> kBlockedTiles{};
+constexpr TileTable<1, kMaxP, kMaxF> kNchwTiles{};
+constexpr TileTable<kB, kWideP, kWideF> kBlockedWideTiles{};
+constexpr TileTable<1, kWideP, kWideF> kNchwWideTiles{};
 
 ONYX_NCHWC_TARGET void conv(const ConvJob& job, int64_t ob0, int64_t nob, int64_t q0, int64_t q1, int64_t t0,
                             int64_t t1, bool first, bool last) {
   const int64_t lanes = job.lanes;
   const float* w = job.w + ob0 * job.tap_count * lanes * kB + t0 * lanes * nob * kB;
-  const TileTable<kB>* blocked = lanes == kB ? &kBlockedTiles : nullptr;
+  const bool blocked = lanes == kB, wide = nob <= kWideF;
+  const int64_t max_p = wide ? kWideP : kMaxP;
   int64_t oh = q0 / job.out_w, ow = q0 % job.out_w;
-  const float* xs[kMaxP];
+  const float* xs[kWideP > kMaxP ? kWideP : kMaxP];
   // Weights are used in the order they are stored: while this chunk's tiles
   // run, the next chunk's weights (as many bytes) are fetched into L2, a few
   // lines per tap, so the next chunk does not wait on memory.
   const int64_t chunk_floats = (t1 - t0) * lanes * nob * kB;
   const char* next = reinterpret_cast<const char*>(w + chunk_floats);
-  const int64_t tiles = (q1 - q0 + kMaxP - 1) / kMaxP;
+  const int64_t tiles = (q1 - q0 + max_p - 1) / max_p;
   const bool has_next = job.prefetch_weights && w + chunk_floats < job.w + job.weight_count;
   const int64_t lines_per_tile = has_next ? (chunk_floats / 16 + tiles - 1) / tiles : 0;
   const int64_t lines_per_tap = (lines_per_tile + (t1 - t0) - 1) / (t1 - t0);
   // Equal tiles (sizes differing by at most one): a one-pixel tile reads as
-  // many weights as a full one for a sixth of the FMAs, and its few
+  // many weights as a full one for a fraction of the FMAs, and its few
   // accumulators leave the FMA latency exposed.
   const int64_t small = (q1 - q0) / tiles, large_count = (q1 - q0) % tiles;
   int64_t tile = 0;
@@ -231,7 +239,12 @@ ONYX_NCHWC_TARGET void conv(const ConvJob& job, int64_t ob0, int64_t nob, int64_
         ++oh;
       }
     }
-    const TileFn fn = blocked != nullptr ? blocked->fn[n - 1][nob - 1] : kNchwTiles.fn[n - 1][nob - 1];
+    TileFn fn;
+    if (wide) {
+      fn = blocked ? kBlockedWideTiles.fn[n - 1][nob - 1] : kNchwWideTiles.fn[n - 1][nob - 1];
+    } else {
+      fn = blocked ? kBlockedTiles.fn[n - 1][nob - 1] : kNchwTiles.fn[n - 1][nob - 1];
+    }
     fn(job, xs, w, t0, t1, ob0, q, first, last, next, lines_per_tap);
     next += lines_per_tap * (t1 - t0) * 64;
   }
