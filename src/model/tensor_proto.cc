@@ -1,13 +1,13 @@
 // TensorProto <-> Tensor. Every typed field of TensorProto is honoured; sub-byte
 // types (int4, uint4, float4e2m1, int2, uint2) are unpacked to one element per byte.
 #include "model/tensor_proto.h"
+#include "tensor/owned_pages.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 
-#include <sys/mman.h>
 
 namespace onyx::model {
 namespace {
@@ -85,15 +85,19 @@ void copy_raw_data(const uint8_t* src, size_t bytes, uint8_t* dst) {
 Result<Tensor> allocate_weight(DataType dtype, const Shape& shape, size_t bytes) {
   constexpr size_t kOwnMappingBytes = size_t{1} << 20;
   if (bytes >= kOwnMappingBytes) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p != MAP_FAILED) {
-      return Tensor::borrow(dtype, shape, p, Device{}, std::shared_ptr<void>(p, [bytes](void* q) { munmap(q, bytes); }));
+    if (void* p = map_owned(bytes)) {
+      return Tensor::borrow(dtype, shape, p, Device{},
+                            std::shared_ptr<void>(p, [bytes](void* q) { unmap_owned(q, bytes); }));
     }
   }
   return Tensor::create(dtype, shape);
 }
 
 }  // namespace
+
+bool discard_weight_pages(const void* data, size_t bytes) {
+  return release_mapped_pages(data, bytes) || discard_owned_pages(data, bytes);
+}
 
 Result<Tensor> tensor_from_proto(const TensorProto& proto) {
   if (!dtype_is_known(proto.data_type)) {

@@ -44,6 +44,16 @@ class KernelInfo {
   // (weights a kernel may pre-pack), else nullptr. An initializer that is also
   // a graph input is not constant: a feed may replace it.
   const Tensor* constant_input(size_t i) const;
+  // True when input i is a constant that this node alone reads and that the
+  // session drops as soon as the kernel exists, unless the kernel says it
+  // needs the data (needs_constant_data). A kernel that does not may discard
+  // the pages it has consumed while it packs them (model::discard_weight_pages).
+  bool consumes_constant(size_t i) const {
+    return has_input(i) && constant_input(i) != nullptr && sole_reader_ && sole_reader_(node_.inputs[i]);
+  }
+  // Set by the session planner: whether this node is the only reader left of
+  // an initializer that is dropped once its readers exist.
+  void set_sole_reader(std::function<bool(int32_t)> sole_reader) { sole_reader_ = std::move(sole_reader); }
   // Static type and shape of input i, when known.
   const graph::TypeAndShape* input_info(size_t i) const;
 
@@ -63,6 +73,7 @@ class KernelInfo {
   size_t node_index_;
   Allocator* allocator_;
   bool inputs_are_constant_;
+  std::function<bool(int32_t)> sole_reader_;
 };
 
 // What compute() sees of one run: its inputs, where to put outputs, the pool.

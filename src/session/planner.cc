@@ -89,6 +89,21 @@ class WeightRelease {
     if (id >= 0) needed_.insert(id);
   }
 
+  // Whether the kernel about to be created is the last reader of initializer
+  // `id` (reading it once) and no earlier reader, graph input or output or
+  // subgraph keeps it, and no other initializer shares its buffer: then the
+  // data is dropped right after, unless this kernel needs it.
+  bool sole_reader(int32_t id) const {
+    auto it = pending_.find(id);
+    if (it == pending_.end() || it->second != 1 || needed_.count(id) != 0) return false;
+    const Tensor& tensor = graph_.initializers.at(id);
+    if (tensor.raw_data() == nullptr || !tensor.device().is_cpu()) return false;
+    for (const auto& [other, t] : graph_.initializers) {
+      if (other != id && t.shares_buffer_with(tensor)) return false;
+    }
+    return true;
+  }
+
   // The kernel of `node` exists; `kernel` is null where the node reads its
   // inputs another way (a copy to another device).
   void created(const graph::Node& node, const Kernel* kernel) {
@@ -208,6 +223,7 @@ Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::
     }
     const KernelDef* def = provider->kernels().find(node.domain, node.op_type, node.since_version);
     KernelInfo info(graph, node, n, provider->allocator(), inputs_are_constant);
+    if (release && !copied) info.set_sole_reader([&release](int32_t id) { return release->sole_reader(id); });
     try {
       Result<std::unique_ptr<Kernel>> kernel = def->factory(info);
       if (!kernel.is_ok()) {

@@ -1,12 +1,17 @@
 // Tensor storage: aligned host allocation, borrowing, and string tensors
 // (which hold constructed std::string objects and destroy them on release).
 #include "onyx/tensor.h"
+#include "tensor/owned_pages.h"
+
+#include <map>
+#include <mutex>
 
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #if defined(__GLIBC__)
@@ -65,6 +70,19 @@ void tune_malloc() {
 #endif
 }
 
+std::mutex& owned_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::map<uintptr_t, size_t>& owned_mappings() {  // start -> bytes
+  static auto* mappings = new std::map<uintptr_t, size_t>;  // never destroyed: static tensors free late
+  return *mappings;
+}
+
+// Blocks from here on get a mapping of their own (as glibc does with the
+// threshold tune_malloc sets), registered so that their pages can be dropped.
+constexpr size_t kOwnMappingBytes = size_t{64} << 20;
+
 class CpuAllocator final : public Allocator {
  public:
   CpuAllocator() { tune_malloc(); }
@@ -76,11 +94,18 @@ class CpuAllocator final : public Allocator {
     }
     // 64-byte alignment suits every SIMD width onyx uses.
     const size_t rounded = ((bytes == 0 ? 1 : bytes) + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
+    void* p = rounded >= kOwnMappingBytes ? map_owned(rounded) : std::aligned_alloc(64, rounded);
     if (p == nullptr) throw Error(runtime_error("out of memory allocating ", bytes, " bytes"));
     return p;
   }
-  void deallocate(void* pointer, size_t) override { std::free(pointer); }
+  void deallocate(void* pointer, size_t bytes) override {
+    const size_t rounded = ((bytes == 0 ? 1 : bytes) + 63) / 64 * 64;
+    if (rounded >= kOwnMappingBytes) {
+      unmap_owned(pointer, rounded);
+    } else {
+      std::free(pointer);
+    }
+  }
   Device device() const override { return Device{}; }
 
  private:
@@ -119,6 +144,37 @@ Status checked_bytes(DataType dtype, const Shape& shape, size_t* bytes) {
 }
 
 }  // namespace
+
+void* map_owned(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  std::lock_guard<std::mutex> lock(owned_mutex());
+  owned_mappings()[reinterpret_cast<uintptr_t>(p)] = bytes;
+  return p;
+}
+
+void unmap_owned(void* pointer, size_t bytes) {
+  if (pointer == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(owned_mutex());
+    owned_mappings().erase(reinterpret_cast<uintptr_t>(pointer));
+  }
+  munmap(pointer, bytes);
+}
+
+bool discard_owned_pages(const void* data, size_t bytes) {
+  if (data == nullptr || bytes == 0) return false;
+  const auto p = reinterpret_cast<uintptr_t>(data);
+  std::lock_guard<std::mutex> lock(owned_mutex());
+  auto it = owned_mappings().upper_bound(p);
+  if (it == owned_mappings().begin()) return false;
+  --it;
+  if (p < it->first || p + bytes > it->first + it->second) return false;
+  static const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (p + page - 1) / page * page, last = (p + bytes) / page * page;
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  return true;
+}
 
 Allocator* cpu_allocator() {
   static CpuAllocator allocator;

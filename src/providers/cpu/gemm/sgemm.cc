@@ -481,14 +481,41 @@ PackedMatrix pack_a(bool trans_a, int64_t M, int64_t K, const float* A, int64_t 
   return packed;
 }
 
-PackedMatrix pack_b(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, SgemmIsa isa) {
+PackedMatrix pack_b(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, SgemmIsa isa,
+                    const std::function<void(const float*, size_t)>& consumed) {
   PackedMatrix packed;
   const SgemmKernel& kern = kernel_for(isa);
   packed.kernel_ = &kern;
   packed.rows_ = std::max<int64_t>(K, 0);
   packed.cols_ = std::max<int64_t>(N, 0);
   packed.data_ = allocate_packed(static_cast<size_t>(std::max<int64_t>(round_up(packed.cols_, kern.nr) * packed.rows_, 1)));
-  if (N > 0 && K > 0) pack_b_whole(kern, trans_b, B, ldb, K, N, packed.data_.get(), nullptr);
+  if (N <= 0 || K <= 0) return packed;
+  if (!consumed) {
+    pack_b_whole(kern, trans_b, B, ldb, K, N, packed.data_.get(), nullptr);
+    return packed;
+  }
+  // In the order B is stored, handing back each stretch of B once packed:
+  // rows of op(B)^T (panels) when B is transposed, K blocks otherwise.
+  float* dst = packed.data_.get();
+  const int64_t n_pad = round_up(N, kern.nr), nr = kern.nr;
+  if (trans_b) {
+    for (int64_t j = 0; j < N; j += nr) {
+      const int64_t cols = std::min(nr, N - j);
+      for (int64_t p0 = 0; p0 < K; p0 += kern.kc) {
+        const int64_t kc = std::min(kern.kc, K - p0);
+        pack_b_block(kern, trans_b, B, ldb, p0, kc, j, cols, dst + p0 * n_pad + j * kc);
+      }
+      consumed(B + j * ldb, static_cast<size_t>(cols * ldb) * sizeof(float));
+    }
+  } else {
+    for (int64_t p0 = 0; p0 < K; p0 += kern.kc) {
+      const int64_t kc = std::min(kern.kc, K - p0);
+      for (int64_t j = 0; j < N; j += nr) {
+        pack_b_block(kern, trans_b, B, ldb, p0, kc, j, std::min(nr, N - j), dst + p0 * n_pad + j * kc);
+      }
+      consumed(B + p0 * ldb, static_cast<size_t>(kc * ldb) * sizeof(float));
+    }
+  }
   return packed;
 }
 

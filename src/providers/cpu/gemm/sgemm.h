@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -59,7 +60,8 @@ class PackedMatrix {
 
  private:
   friend PackedMatrix pack_a(bool, int64_t, int64_t, const float*, int64_t, SgemmIsa);
-  friend PackedMatrix pack_b(bool, int64_t, int64_t, const float*, int64_t, SgemmIsa);
+  friend PackedMatrix pack_b(bool, int64_t, int64_t, const float*, int64_t, SgemmIsa,
+                             const std::function<void(const float*, size_t)>&);
   friend struct PackedAccess;
   const gemm_detail::SgemmKernel* kernel_ = nullptr;
   int64_t rows_ = 0;
@@ -69,7 +71,11 @@ class PackedMatrix {
 
 // Packs op(A) (M x K) as the left operand, or op(B) (K x N) as the right one.
 PackedMatrix pack_a(bool trans_a, int64_t M, int64_t K, const float* A, int64_t lda, SgemmIsa isa = SgemmIsa::kAuto);
-PackedMatrix pack_b(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, SgemmIsa isa = SgemmIsa::kAuto);
+// `consumed`, when given, is called with each stretch of B (pointer, bytes)
+// once it is packed, in order, so that a caller that owns B alone may drop
+// it as it goes (a 400 MB fully connected weight need not exist twice).
+PackedMatrix pack_b(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, SgemmIsa isa = SgemmIsa::kAuto,
+                    const std::function<void(const float*, size_t)>& consumed = {});
 
 // C = alpha * op(A) * op(B) + beta * C, all row-major; op(X) is X or X^T.
 // op(A) is M x K, op(B) is K x N, C is M x N. When beta == 0, C is only written

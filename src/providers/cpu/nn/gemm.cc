@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "model/tensor_proto.h"
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/gemm/sgemm.h"
 #include "providers/cpu/nn/fused_kernels.h"
@@ -62,7 +63,10 @@ class GemmKernel final : public Kernel {
     if (b != nullptr && b->dtype() == DataType::kFloat && b->rank() == 2 && b->size() > 0) {
       const int64_t K = trans_b_ ? b->dim(1) : b->dim(0), N = trans_b_ ? b->dim(0) : b->dim(1);
       if (N > 1) {
-        packed_b_ = pack_b(trans_b_, K, N, b->data<float>(), b->dim(1));
+        // Nothing else reads B: its pages go as they are packed.
+        std::function<void(const float*, size_t)> consumed;
+        if (info.consumes_constant(1)) consumed = [](const float* p, size_t n) { model::discard_weight_pages(p, n); };
+        packed_b_ = pack_b(trans_b_, K, N, b->data<float>(), b->dim(1), SgemmIsa::kAuto, consumed);
         packed_b_shape_ = b->shape();
       }
     }

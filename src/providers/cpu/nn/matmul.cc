@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "model/tensor_proto.h"
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/gemm/sgemm.h"
 #include "providers/cpu/nn/nn_util.h"
@@ -110,7 +111,9 @@ class MatMulKernel final : public Kernel {
     if (b != nullptr && b->dtype() == DataType::kFloat && b->rank() >= 2 && b->size() > 0) {
       const int64_t K = b->dim(b->rank() - 2), N = b->dim(b->rank() - 1);
       if (N > 1 && K * N == b->size()) {
-        packed_b_ = pack_b(false, K, N, b->data<float>(), N);
+        std::function<void(const float*, size_t)> consumed;  // nothing else reads B: its pages go as packed
+        if (info.consumes_constant(1)) consumed = [](const float* p, size_t n) { model::discard_weight_pages(p, n); };
+        packed_b_ = pack_b(false, K, N, b->data<float>(), N, SgemmIsa::kAuto, consumed);
         packed_b_shape_ = b->shape();
       }
     }
