@@ -38,6 +38,11 @@ constexpr int64_t kAllGroupsWeightBytes = 384 * 1024;
 
 enum class ConvForm { kRegular, kNchwInput, kDepthwise };
 
+// Output blocks are computed in `groups` groups of at most F blocks whose
+// sizes differ by at most one (10 blocks: 4, 3, 3, not 4, 4, 2), so that
+// tasks of one group each cost about the same. Group g starts at block:
+int64_t group_begin(int64_t g, int64_t groups, int64_t blocks) { return g * blocks / groups; }
+
 class NchwcConvKernel final : public Kernel {
  public:
   explicit NchwcConvKernel(const KernelInfo& info) : label_(info.label()) {
@@ -241,14 +246,36 @@ class NchwcConvKernel final : public Kernel {
     const int64_t outer = n_images * task_groups;
     // Ranges of pixels per (image, group). When each task streams its group's
     // weights (not all-groups, not depthwise), splitting the pixels makes every
-    // range read those weights again, so groups alone make the tasks as long as
-    // they balance: a multiple of the thread count, or at least 4 per thread.
-    // Otherwise about 8 tasks per thread (whole rows of tasks sharing a
-    // group's weights stay together).
+    // range read those weights again: the fewest ranges whose tasks, dealt out
+    // in contiguous shares (parallel_for_tasks), give no thread more than 5%
+    // over an equal part (3 groups of 4, 3, 3 blocks at 2 threads: 2 ranges
+    // give shares of 11 and 9 blocks' work, 5 ranges 15 and 15). Otherwise
+    // about 8 tasks per thread (whole rows of tasks sharing a group's weights
+    // stay together).
     int64_t ranges = 1;
     if (threads > 1 && !all_groups && form != ConvForm::kDepthwise) {
-      ranges = (threads + outer - 1) / outer;
-      while (outer * ranges % threads != 0 && outer * ranges < 4 * threads) ++ranges;
+      auto imbalance = [&](int64_t r) {
+        const int64_t count = outer * r;
+        const int64_t shares = std::min(threads, count);
+        double worst = 0.0;
+        for (int64_t share = 0; share < shares; ++share) {
+          double cost = 0.0;
+          for (int64_t t = share * count / shares; t < (share + 1) * count / shares; ++t) {
+            const int64_t g = (t / r) % task_groups;
+            cost += static_cast<double>(group_begin(g + 1, groups, out_blocks) - group_begin(g, groups, out_blocks));
+          }
+          worst = std::max(worst, cost);
+        }
+        const double ideal = static_cast<double>(n_images * out_blocks * r) / static_cast<double>(threads);
+        return worst / ideal;
+      };
+      int64_t best = 1;
+      double best_imbalance = imbalance(1);
+      for (int64_t r = 2; r <= 8 && best_imbalance > 1.05; ++r) {
+        const double i = imbalance(r);
+        if (i < best_imbalance - 1e-9) best = r, best_imbalance = i;
+      }
+      ranges = best;
     } else if (threads > 1) {
       ranges = (8 * threads + outer - 1) / outer;
     }
@@ -270,7 +297,7 @@ class NchwcConvKernel final : public Kernel {
     const int64_t chunk_taps = (tap_count + chunk_count - 1) / chunk_count;  // equal chunks
     const Kernels* k = kernels_;
     auto run_group = [&](const ConvJob& job, int64_t g, int64_t q0, int64_t q1) {
-      const int64_t ob0 = g * F, nob = std::min(F, out_blocks - ob0);
+      const int64_t ob0 = group_begin(g, groups, out_blocks), nob = group_begin(g + 1, groups, out_blocks) - ob0;
       for (int64_t c0 = 0; c0 < tap_count; c0 += chunk_taps) {
         const int64_t c1 = std::min(tap_count, c0 + chunk_taps);
         k->conv(job, ob0, nob, q0, q1, c0, c1, c0 == 0, c1 == tap_count);
@@ -366,10 +393,10 @@ class NchwcConvKernel final : public Kernel {
     // [ob][tap][lane][B].
     const int64_t lanes = out.form == ConvForm::kRegular ? B : 1;
     const int64_t taps = (out.in_channels / lanes) * kh * kw;
-    const int64_t F = kernels_->max_filter_blocks, blocks = o / B;
+    const int64_t F = kernels_->max_filter_blocks, blocks = o / B, groups = (blocks + F - 1) / F;
     float* dst = out.data.data();
-    for (int64_t ob0 = 0; ob0 < blocks; ob0 += F) {
-      const int64_t nob = std::min(F, blocks - ob0);
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t ob0 = group_begin(g, groups, blocks), nob = group_begin(g + 1, groups, blocks) - ob0;
       float* group = dst + ob0 * taps * lanes * B;
       for (int64_t f = 0; f < nob; ++f) {
         const float* block = src + (ob0 + f) * taps * lanes * B;
