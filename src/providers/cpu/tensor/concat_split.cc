@@ -1,5 +1,9 @@
 // Concat and Split: both view the tensors as [outer, axis * inner] rows and
 // move each row block with one memcpy (strided_copy collapses the rest).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
 #include "providers/cpu/tensor/tensor_util.h"
 #include "providers/kernel.h"
 
@@ -49,6 +53,40 @@ class ConcatKernel final : public Kernel {
       if (d > axis) inner *= out_shape[static_cast<size_t>(d)];
     }
     const int64_t out_row = out_shape[static_cast<size_t>(axis)] * inner;
+    if (first.dtype() != DataType::kString && outer * static_cast<int64_t>(inputs.size()) < 64) {
+      // Few rows (a channel concat at batch 1): every input's rows in pieces
+      // of at most 64 KiB, all in one parallel section, so the threads share
+      // the copy instead of one thread copying each input in turn.
+      constexpr size_t kPieceBytes = size_t{64} << 10;
+      const size_t elem = dtype_size(first.dtype());
+      struct Piece {
+        char* dst;
+        const char* src;
+        size_t bytes;
+      };
+      std::vector<Piece> pieces;
+      int64_t at = 0;
+      for (const Tensor* t : inputs) {
+        const int64_t row = t->dim(axis) * inner;
+        for (int64_t o = 0; o < outer; ++o) {
+          char* dst = static_cast<char*>(out.raw_data()) + static_cast<size_t>(o * out_row + at) * elem;
+          const char* src = static_cast<const char*>(t->raw_data()) + static_cast<size_t>(o * row) * elem;
+          const size_t bytes = static_cast<size_t>(row) * elem;
+          for (size_t done = 0; done < bytes; done += kPieceBytes) {
+            pieces.push_back({dst + done, src + done, std::min(kPieceBytes, bytes - done)});
+          }
+        }
+        at += row;
+      }
+      parallel_for(ctx.thread_pool(), static_cast<int64_t>(pieces.size()), static_cast<double>(kPieceBytes / 4),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t i = begin; i < end; ++i) {
+                       const Piece& piece = pieces[static_cast<size_t>(i)];
+                       std::memcpy(piece.dst, piece.src, piece.bytes);
+                     }
+                   });
+      return Status::ok();
+    }
     int64_t offset = 0;
     for (const Tensor* t : inputs) {
       const int64_t row = t->dim(axis) * inner;
