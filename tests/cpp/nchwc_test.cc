@@ -495,6 +495,8 @@ TEST(Nchwc, Pools) {
   cases.push_back(PoolCase::make("AveragePool", 2, b, 11, 22, 5, 5).strides(2, 1).pads(2, 2, 2, 2));
   cases.push_back(PoolCase::make("AveragePool", 1, 2 * b, 9, 18, 2, 3).strides(2, 3).ceil().include_pad());
   cases.push_back(PoolCase::make("MaxPool", 1, b, 6, 30, 1, 1).strides(2, 2));
+  // 2x2 stride 2 (VGG), rows of 18 outputs: spans of 8, 8 and 2.
+  cases.push_back(PoolCase::make("MaxPool", 1, 2 * b, 8, 36, 2, 2).strides(2, 2));
   for (int threads : {1, 2}) {
     for (const auto& p : cases) check_pool(p, threads);
   }

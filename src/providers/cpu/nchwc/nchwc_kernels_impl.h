@@ -477,6 +477,63 @@ ONYX_NCHWC_INLINE void pool_span(const PoolJob& j, const float* x, float* y, int
   for (int n = 0; n < N; ++n) Isa::store(out + n * kB, kIsMax ? acc[n] : Isa::mul(acc[n], scale));
 }
 
+// pool_span for the common windows (KW taps per row, no dilation along the
+// width, stride S): each input vector of a row is loaded once for every tap
+// that reads it, at constant offsets (the general span steps through its
+// pixels one add at a time). Taps combine in the same order as in
+// pool_span, so the results are the same.
+template <bool kIsMax, int N, int S, int KW>
+ONYX_NCHWC_INLINE void pool_span_fixed(const PoolJob& j, const float* x, float* y, int64_t oh, int64_t ow0,
+                                       int64_t kh0, int64_t kh1, V scale) {
+  const int64_t tap_h = j.dilation_h * j.in_w * kB;
+  const float* base = x + ((oh * j.stride_h - j.pad_top) * j.in_w + ow0 * S - j.pad_left) * kB + kh0 * tap_h;
+  V acc[N];
+#pragma GCC unroll 8
+  for (int n = 0; n < N; ++n) acc[n] = Isa::load(base + n * S * kB);
+  for (int64_t kh = kh0; kh < kh1; ++kh, base += tap_h) {
+#pragma GCC unroll 32
+    for (int m = 0; m < (N - 1) * S + KW; ++m) {
+      const V v = Isa::load(base + m * kB);
+#pragma GCC unroll 4
+      for (int kw = 0; kw < KW; ++kw) {
+        if ((m - kw) % S != 0) continue;
+        const int n = (m - kw) / S;
+        if (n < 0 || n >= N || (kh == kh0 && kw == 0)) continue;
+        acc[n] = pool_combine<kIsMax>(acc[n], v);
+      }
+    }
+  }
+  float* out = y + (oh * j.out_w + ow0) * kB;
+#pragma GCC unroll 8
+  for (int n = 0; n < N; ++n) Isa::store(out + n * kB, kIsMax ? acc[n] : Isa::mul(acc[n], scale));
+}
+
+// The interior pixels [ow, hi) of row oh in spans of 8, 4, 2, 1: the
+// fixed-window span when S > 0, else the general one.
+template <bool kIsMax, int S, int KW, int N>
+ONYX_NCHWC_INLINE void pool_span_of(const PoolJob& j, const float* x, float* y, int64_t oh, int64_t ow, int64_t kh0,
+                                    int64_t kh1, V scale) {
+  if constexpr (S == 0) {
+    pool_span<kIsMax, N>(j, x, y, oh, ow, kh0, kh1, 0, j.kernel_w, scale);
+  } else {
+    pool_span_fixed<kIsMax, N, S, KW>(j, x, y, oh, ow, kh0, kh1, scale);
+  }
+}
+template <bool kIsMax, int S, int KW>
+ONYX_NCHWC_INLINE void pool_interior(const PoolJob& j, const float* x, float* y, int64_t oh, int64_t ow, int64_t hi,
+                                     int64_t kh0, int64_t kh1, V scale) {
+  for (; ow + 8 <= hi; ow += 8) pool_span_of<kIsMax, S, KW, 8>(j, x, y, oh, ow, kh0, kh1, scale);
+  if (ow + 4 <= hi) {
+    pool_span_of<kIsMax, S, KW, 4>(j, x, y, oh, ow, kh0, kh1, scale);
+    ow += 4;
+  }
+  if (ow + 2 <= hi) {
+    pool_span_of<kIsMax, S, KW, 2>(j, x, y, oh, ow, kh0, kh1, scale);
+    ow += 2;
+  }
+  if (ow < hi) pool_span_of<kIsMax, S, KW, 1>(j, x, y, oh, ow, kh0, kh1, scale);
+}
+
 // Output pixel (oh, ow) with its window clipped to the input (borders), over
 // window rows [kh0, kh1) (clipped already; kh_pad1 ends the padded window).
 template <bool kIsMax>
@@ -508,8 +565,9 @@ ONYX_NCHWC_TARGET void pool_rows(const PoolJob& j, int64_t r0, int64_t r1) {
   if (j.in_w - 1 - span_w + j.pad_left >= 0) hi = (j.in_w - 1 - span_w + j.pad_left) / j.stride_w + 1;
   hi = std::min(hi, j.out_w);
   lo = std::min(lo, hi);
+  int64_t plane = r0 / j.out_h, oh = r0 % j.out_h - 1;
   for (int64_t r = r0; r < r1; ++r) {
-    const int64_t plane = r / j.out_h, oh = r % j.out_h;
+    if (++oh == j.out_h) oh = 0, ++plane;
     const float* x = j.x + plane * j.in_h * j.in_w * kB;
     float* y = j.y + plane * j.out_h * j.out_w * kB;
     const int64_t ih0 = oh * j.stride_h - j.pad_top;
@@ -525,19 +583,16 @@ ONYX_NCHWC_TARGET void pool_rows(const PoolJob& j, int64_t r0, int64_t r1) {
     }
     const V scale = Isa::set1(1.0f / static_cast<float>(count));
     for (int64_t ow = 0; ow < lo; ++ow) pool_edge<kIsMax>(j, x, y, oh, ow, kh0, kh1, kh_pad1);
-    int64_t ow = lo;
-    const int64_t kw1 = j.kernel_w;
-    for (; ow + 8 <= hi; ow += 8) pool_span<kIsMax, 8>(j, x, y, oh, ow, kh0, kh1, 0, kw1, scale);
-    if (ow + 4 <= hi) {
-      pool_span<kIsMax, 4>(j, x, y, oh, ow, kh0, kh1, 0, kw1, scale);
-      ow += 4;
+    if (j.dilation_w == 1 && j.kernel_w == 3 && j.stride_w == 1) {
+      pool_interior<kIsMax, 1, 3>(j, x, y, oh, lo, hi, kh0, kh1, scale);
+    } else if (j.dilation_w == 1 && j.kernel_w == 3 && j.stride_w == 2) {
+      pool_interior<kIsMax, 2, 3>(j, x, y, oh, lo, hi, kh0, kh1, scale);
+    } else if (j.dilation_w == 1 && j.kernel_w == 2 && j.stride_w == 2) {
+      pool_interior<kIsMax, 2, 2>(j, x, y, oh, lo, hi, kh0, kh1, scale);
+    } else {
+      pool_interior<kIsMax, 0, 0>(j, x, y, oh, lo, hi, kh0, kh1, scale);
     }
-    if (ow + 2 <= hi) {
-      pool_span<kIsMax, 2>(j, x, y, oh, ow, kh0, kh1, 0, kw1, scale);
-      ow += 2;
-    }
-    if (ow < hi) pool_span<kIsMax, 1>(j, x, y, oh, ow++, kh0, kh1, 0, kw1, scale);
-    for (ow = hi; ow < j.out_w; ++ow) pool_edge<kIsMax>(j, x, y, oh, ow, kh0, kh1, kh_pad1);
+    for (int64_t ow = hi; ow < j.out_w; ++ow) pool_edge<kIsMax>(j, x, y, oh, ow, kh0, kh1, kh_pad1);
   }
 }
 
