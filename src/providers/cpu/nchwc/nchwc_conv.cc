@@ -249,7 +249,7 @@ class NchwcConvKernel final : public Kernel {
     // range read those weights again: the fewest ranges whose tasks, dealt out
     // in contiguous shares (parallel_for_tasks), give no thread more than 5%
     // over an equal part (3 groups of 4, 3, 3 blocks at 2 threads: 2 ranges
-    // give shares of 11 and 9 blocks' work, 5 ranges 15 and 15). Otherwise
+    // give shares of 11 and 9 blocks' work, 3 ranges 15 and 15). Otherwise
     // about 8 tasks per thread (whole rows of tasks sharing a group's weights
     // stay together).
     int64_t ranges = 1;

@@ -287,8 +287,9 @@ ONYX_NCHWC_INLINE void depthwise_span(const ConvJob& j, const float* x, const fl
 
 // depthwise_span for the common windows: KW taps per row, no dilation along
 // the width and stride S, all known at compile time, so every load is the
-// row's base plus a constant (the general span strides through its pixels
-// one add at a time, a dependency chain that halves the FMA rate).
+// row's base plus a constant (the general span steps through its pixels one
+// add at a time). The rows of stride-1 3x3 windows go two at a time instead
+// (depthwise_pair3x3).
 template <int N, int S, int KW>
 ONYX_NCHWC_INLINE void depthwise_span_fixed(const ConvJob& j, const float* x, const float* w, int64_t ob, int64_t oh,
                                             int64_t ow0, int64_t kh0, int64_t kh1) {
@@ -326,7 +327,9 @@ ONYX_NCHWC_INLINE void depthwise_span_of(const ConvJob& j, const float* x, const
 template <int S, int KW>
 ONYX_NCHWC_INLINE void depthwise_interior(const ConvJob& j, const float* x, const float* w, int64_t ob, int64_t oh,
                                           int64_t ow, int64_t hi, int64_t kh0, int64_t kh1) {
-  for (; ow + kDepthwiseP <= hi; ow += kDepthwiseP) depthwise_span_of<S, KW, kDepthwiseP>(j, x, w, ob, oh, ow, kh0, kh1);
+  for (; ow + kDepthwiseP <= hi; ow += kDepthwiseP) {
+    depthwise_span_of<S, KW, kDepthwiseP>(j, x, w, ob, oh, ow, kh0, kh1);
+  }
   if (ow + 4 <= hi) {
     depthwise_span_of<S, KW, 4>(j, x, w, ob, oh, ow, kh0, kh1);
     ow += 4;
