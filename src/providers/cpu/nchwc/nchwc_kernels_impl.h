@@ -290,7 +290,9 @@ ONYX_NCHWC_INLINE void depthwise_span(const ConvJob& j, const float* x, const fl
 // row's base plus a constant (the general span steps through its pixels one
 // add at a time). The rows of stride-1 3x3 windows go two at a time instead
 // (depthwise_pair3x3).
-template <int N, int S, int KW>
+// Taps kw in [KW0, KW1) of each window row (a border pixel of a padded row
+// skips the taps that fall in the padding); by default all of them.
+template <int N, int S, int KW, int KW0 = 0, int KW1 = KW>
 ONYX_NCHWC_INLINE void depthwise_span_fixed(const ConvJob& j, const float* x, const float* w, int64_t ob, int64_t oh,
                                             int64_t ow0, int64_t kh0, int64_t kh1) {
   const float* base = x + oh * j.x_row_step + ow0 * S * kB - (j.pad_top * j.in_w + j.pad_left) * kB;
@@ -301,7 +303,7 @@ ONYX_NCHWC_INLINE void depthwise_span_fixed(const ConvJob& j, const float* x, co
     const float* p = base + j.taps[kh * KW];  // tap (kh, kw) is kw blocks further on
     const float* wk = w + kh * KW * kB;
 #pragma GCC unroll 8
-    for (int kw = 0; kw < KW; ++kw) {
+    for (int kw = KW0; kw < KW1; ++kw) {
       const V wv = Isa::load(wk + kw * kB);
 #pragma GCC unroll 8
       for (int n = 0; n < N; ++n) acc[n][0] = Isa::fma(Isa::load(p + (n * S + kw) * kB), wv, acc[n][0]);
@@ -378,9 +380,22 @@ ONYX_NCHWC_INLINE void depthwise_pair3x3(const ConvJob& j, const float* x, const
 ONYX_NCHWC_INLINE void depthwise_borders(const ConvJob& j, const float* x, const float* w, int64_t ob, int64_t oh,
                                          int64_t ow_begin, int64_t ow_end, int64_t in_lo, int64_t in_hi, int64_t kh0,
                                          int64_t kh1) {
+  // 3-wide windows at stride 1 padded by one column on each side (MobileNet's
+  // 7x7 planes have two border pixels in every row of seven): the first and
+  // last pixel of a row drop one known tap.
+  const bool same3 = j.kernel_w == 3 && j.stride_w == 1 && j.dilation_w == 1 && j.pad_left == 1 &&
+                     j.out_w == j.in_w && j.in_w >= 2;
   for (int64_t ow = ow_begin; ow < ow_end; ++ow) {
     if (ow == in_lo) ow = in_hi;
     if (ow == ow_end) break;
+    if (same3 && ow == 0) {
+      depthwise_span_fixed<1, 1, 3, 1, 3>(j, x, w, ob, oh, ow, kh0, kh1);
+      continue;
+    }
+    if (same3 && ow == j.out_w - 1) {
+      depthwise_span_fixed<1, 1, 3, 0, 2>(j, x, w, ob, oh, ow, kh0, kh1);
+      continue;
+    }
     int64_t kw0, kw1;
     window_range(ow * j.stride_w - j.pad_left, j.dilation_w, j.kernel_w, j.in_w, kw0, kw1);
     depthwise_span<1>(j, x, w, ob, oh, ow, kh0, kh1, kw0, kw1);
