@@ -500,23 +500,25 @@ ONYX_NCHWC_INLINE void pool_span(const PoolJob& j, const float* x, float* y, int
 // that reads it, at constant offsets (the general span steps through its
 // pixels one add at a time). Taps combine in the same order as in
 // pool_span, so the results are the same.
-template <bool kIsMax, int N, int S, int KW>
+// Taps kw in [KW0, KW1) of each window row: all of them, or a border
+// pixel's that lie inside the input.
+template <bool kIsMax, int N, int S, int KW, int KW0 = 0, int KW1 = KW>
 ONYX_NCHWC_INLINE void pool_span_fixed(const PoolJob& j, const float* x, float* y, int64_t oh, int64_t ow0,
                                        int64_t kh0, int64_t kh1, V scale) {
   const int64_t tap_h = j.dilation_h * j.in_w * kB;
   const float* base = x + ((oh * j.stride_h - j.pad_top) * j.in_w + ow0 * S - j.pad_left) * kB + kh0 * tap_h;
   V acc[N];
 #pragma GCC unroll 8
-  for (int n = 0; n < N; ++n) acc[n] = Isa::load(base + n * S * kB);
+  for (int n = 0; n < N; ++n) acc[n] = Isa::load(base + (n * S + KW0) * kB);
   for (int64_t kh = kh0; kh < kh1; ++kh, base += tap_h) {
 #pragma GCC unroll 32
-    for (int m = 0; m < (N - 1) * S + KW; ++m) {
+    for (int m = KW0; m < (N - 1) * S + KW1; ++m) {
       const V v = Isa::load(base + m * kB);
 #pragma GCC unroll 4
-      for (int kw = 0; kw < KW; ++kw) {
+      for (int kw = KW0; kw < KW1; ++kw) {
         if ((m - kw) % S != 0) continue;
         const int n = (m - kw) / S;
-        if (n < 0 || n >= N || (kh == kh0 && kw == 0)) continue;
+        if (n < 0 || n >= N || (kh == kh0 && kw == KW0)) continue;
         acc[n] = pool_combine<kIsMax>(acc[n], v);
       }
     }
@@ -572,7 +574,14 @@ ONYX_NCHWC_TARGET void pool_edge(const PoolJob& j, const float* x, float* y, int
     Isa::store(y + (oh * j.out_w + ow) * kB, Isa::zero());
     return;
   }
-  pool_span<kIsMax, 1>(j, x, y, oh, ow, kh0, kh1, kw0, kw1, Isa::set1(1.0f / static_cast<float>(count)));
+  const V scale = Isa::set1(1.0f / static_cast<float>(count));
+  // A 3-wide stride-1 window padded by one column: the first and last pixel
+  // of a row drop one known tap.
+  if (j.kernel_w == 3 && j.stride_w == 1 && j.dilation_w == 1 && j.pad_left == 1 && j.in_w >= 2) {
+    if (kw0 == 1 && kw1 == 3) return pool_span_fixed<kIsMax, 1, 1, 3, 1, 3>(j, x, y, oh, ow, kh0, kh1, scale);
+    if (kw0 == 0 && kw1 == 2) return pool_span_fixed<kIsMax, 1, 1, 3, 0, 2>(j, x, y, oh, ow, kh0, kh1, scale);
+  }
+  pool_span<kIsMax, 1>(j, x, y, oh, ow, kh0, kh1, kw0, kw1, scale);
 }
 
 template <bool kIsMax>
