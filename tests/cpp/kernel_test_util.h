@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -27,5 +29,15 @@ graph::Attribute attr_float(const std::string& name, float v);
 graph::Attribute attr_string(const std::string& name, const std::string& v);
 graph::Attribute attr_ints(const std::string& name, std::vector<int64_t> v);
 graph::Attribute attr_floats(const std::string& name, std::vector<float> v);
+
+// n floats drawn uniformly from [lo, hi) by mt19937 seeded with `seed`: test
+// inputs that are the same on every run.
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
 
 }  // namespace onyx::testing

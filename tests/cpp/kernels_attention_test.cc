@@ -17,17 +17,10 @@ namespace {
 using testing::attr_float;
 using testing::attr_int;
 using testing::attr_string;
+using testing::random_floats;
 using testing::run_kernel;
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 Tensor make(const std::vector<float>& v, Shape shape) { return Tensor::from_vector<float>(v, std::move(shape)); }
 

@@ -17,17 +17,10 @@ namespace {
 
 using testing::attr_float;
 using testing::attr_int;
+using testing::random_floats;
 using testing::run_kernel;
 
 const std::string kMs = "com.microsoft";
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 Value tensor(const std::vector<float>& v, Shape shape) { return Value(Tensor::from_vector<float>(v, std::move(shape))); }
 Value int_tensor(const std::vector<int32_t>& v, Shape shape) { return Value(Tensor::from_vector<int32_t>(v, std::move(shape))); }

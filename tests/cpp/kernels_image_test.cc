@@ -19,6 +19,7 @@ using testing::attr_float;
 using testing::attr_int;
 using testing::attr_ints;
 using testing::attr_string;
+using testing::random_floats;
 using testing::run_kernel;
 using Bytes = std::vector<uint8_t>;
 using cpu::image::ImageFormat;
@@ -467,14 +468,6 @@ TEST(ImageDecoder, BadInputIsAnErrorNotACrash) {
 // ---------------------------------------------------------------- optimizers
 
 constexpr const char* kTraining = "ai.onnx.preview.training";
-
-std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 Tensor floats(const std::vector<float>& v) { return Tensor::from_vector<float>(v, {static_cast<int64_t>(v.size())}); }
 

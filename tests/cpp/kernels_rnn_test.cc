@@ -17,15 +17,8 @@ using testing::attr_float;
 using testing::attr_floats;
 using testing::attr_int;
 using testing::attr_string;
+using testing::random_floats;
 using testing::run_kernel;
-
-std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 graph::Attribute attr_strings(const std::string& name, std::vector<std::string> v) {
   graph::Attribute a;

@@ -25,6 +25,7 @@ using testing::attr_ints;
 using testing::attr_string;
 using testing::int_attr;
 using testing::ints_attr;
+using testing::random_floats;
 using testing::run_kernel;
 using testing::string_attr;
 
@@ -34,14 +35,6 @@ constexpr const char* kDomain = "com.microsoft.nchwc";
   if (cpu::nchwc_block_size() == 1)                                  \
   GTEST_SKIP() << "the CPU has neither AVX-512F nor AVX2 with FMA, " \
                   "so the NCHWc layout is not used"
-
-std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 Tensor make(const std::vector<float>& v, Shape shape) { return Tensor::from_vector<float>(v, std::move(shape)); }
 

@@ -10,22 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "providers/cpu/gemm/sgemm.h"
 
 namespace onyx {
 namespace {
 
+using testing::random_floats;
+
 using cpu::GemmActivation;
 using cpu::GemmEpilogue;
 using cpu::SgemmIsa;
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 // C = act(alpha * op(A) op(B) + beta * C + biases), in double.
 void reference_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "model_builder.h"
 #include "onyx/session.h"
 #include "providers/cpu/gemm/sgemm.h"
@@ -19,13 +20,7 @@
 namespace onyx {
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using testing::random_floats;
 
 TEST(WeightRelease, PackBReportsEveryStretchOnceInOrder) {
   for (bool trans_b : {false, true}) {
