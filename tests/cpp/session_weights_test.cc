@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
 
+#include "kernel_test_util.h"
 #include "model/reader.h"
 #include "model_builder.h"
 #include "onyx/session.h"
@@ -23,16 +23,9 @@ namespace onyx {
 namespace {
 
 using testing::ModelBuilder;
+using testing::random_floats;
 
 constexpr int64_t kRows = 3, kK = 8, kN = 5;
-
-std::vector<float> random_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // y = x W (row-major, x is rows x k, W is k x n), the reference loop.
 std::vector<float> matmul(const std::vector<float>& x, const std::vector<float>& w, int64_t rows, int64_t k, int64_t n) {
@@ -85,9 +78,9 @@ const Tensor& initializer(const Planned& p, const std::string& name) {
 TEST(SessionWeights, FreesWhatEveryReaderPacked) {
   ModelBuilder b;
   b.input("x", {kRows, kK});
-  raw_initializer(b, "w", {kK, kN}, random_values(kK * kN, 1));
-  raw_initializer(b, "shared", {kK, kN}, random_values(kK * kN, 2));
-  raw_initializer(b, "bias", {kN}, random_values(kN, 3));
+  raw_initializer(b, "w", {kK, kN}, random_floats(kK * kN, 1));
+  raw_initializer(b, "shared", {kK, kN}, random_floats(kK * kN, 2));
+  raw_initializer(b, "bias", {kN}, random_floats(kN, 3));
   b.node("MatMul", {"x", "w"}, {"a"}, "mm1").node("MatMul", {"x", "shared"}, {"b"}, "mm2");
   b.node("Add", {"a", "bias"}, {"c"}, "add").node("Add", {"c", "b"}, {"y"}, "sum");
   b.output("y");
@@ -99,11 +92,11 @@ TEST(SessionWeights, FreesWhatEveryReaderPacked) {
 }
 
 TEST(SessionWeights, KeepsWeightsAReaderNeedsOrAFeedMayReplace) {
-  const std::vector<float> w = random_values(kK * kN, 4);
+  const std::vector<float> w = random_floats(kK * kN, 4);
   ModelBuilder b;
   b.input("x", {kRows, kK}).input("w_in", {kK, kN});
   raw_initializer(b, "w", {kK, kN}, w);
-  raw_initializer(b, "w_in", {kK, kN}, random_values(kK * kN, 5));  // overridable default
+  raw_initializer(b, "w_in", {kK, kN}, random_floats(kK * kN, 5));  // overridable default
   b.node("MatMul", {"x", "w"}, {"a"}, "mm").node("Transpose", {"w"}, {"wt"}, "reads_w");
   b.node("MatMul", {"x", "w_in"}, {"c"}, "mm_in");
   b.output("a").output("wt").output("c");
@@ -112,7 +105,7 @@ TEST(SessionWeights, KeepsWeightsAReaderNeedsOrAFeedMayReplace) {
   EXPECT_NE(initializer(p, "w_in").raw_data(), nullptr);
 
   auto session = InferenceSession::from_bytes(b.bytes());
-  const std::vector<float> x = random_values(kRows * kK, 6), fed = random_values(kK * kN, 7);
+  const std::vector<float> x = random_floats(kRows * kK, 6), fed = random_floats(kK * kN, 7);
   auto out = session->run({}, {{"x", Value(Tensor::from_vector<float>(x, {kRows, kK}))},
                               {"w_in", Value(Tensor::from_vector<float>(fed, {kK, kN}))}});
   expect_near(out[0].tensor(), matmul(x, w, kRows, kK, kN));
@@ -120,7 +113,7 @@ TEST(SessionWeights, KeepsWeightsAReaderNeedsOrAFeedMayReplace) {
 }
 
 TEST(SessionWeights, KeepsWeightsASubgraphReads) {
-  const std::vector<float> w = random_values(kK * kN, 8);
+  const std::vector<float> w = random_floats(kK * kN, 8);
   ModelBuilder b;
   b.input("cond", {}, 9).input("x", {kRows, kK});
   raw_initializer(b, "w", {kK, kN}, w);
@@ -151,7 +144,7 @@ TEST(SessionWeights, KeepsWeightsASubgraphReads) {
   EXPECT_NE(initializer(p, "w").raw_data(), nullptr);
 
   auto session = InferenceSession::from_bytes(b.bytes());
-  const std::vector<float> x = random_values(kRows * kK, 9);
+  const std::vector<float> x = random_floats(kRows * kK, 9);
   auto out = session->run({}, {{"cond", Value(Tensor::scalar<bool>(true))},
                               {"x", Value(Tensor::from_vector<float>(x, {kRows, kK}))}});
   const std::vector<float> want = matmul(x, w, kRows, kK, kN);
@@ -166,7 +159,7 @@ TEST(SessionWeights, FileModelsAndTheOptimizedModelKeepTheirWeights) {
   std::filesystem::create_directories(dir);
   const std::string model_path = (dir / "model.onnx").string(), optimized_path = (dir / "optimized.onnx").string();
   constexpr int64_t kBigK = 1024, kBigN = 300;  // over 1 MiB: whole pages to drop
-  const std::vector<float> w1 = random_values(kBigK * kBigN, 10), w2 = random_values(kBigN * kN, 11);
+  const std::vector<float> w1 = random_floats(kBigK * kBigN, 10), w2 = random_floats(kBigN * kN, 11);
   ModelBuilder b;
   b.input("x", {kRows, kBigK});
   raw_initializer(b, "w1", {kBigK, kBigN}, w1);
@@ -176,7 +169,7 @@ TEST(SessionWeights, FileModelsAndTheOptimizedModelKeepTheirWeights) {
   {
     std::ofstream(model_path, std::ios::binary) << b.bytes();
   }
-  const std::vector<float> x = random_values(kRows * kBigK, 12);
+  const std::vector<float> x = random_floats(kRows * kBigK, 12);
   std::vector<float> want = matmul(x, w1, kRows, kBigK, kBigN);
   for (float& v : want) v = std::max(v, 0.0f);
   want = matmul(want, w2, kRows, kBigN, kN);
