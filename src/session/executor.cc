@@ -100,6 +100,40 @@ Status run_copy(const PlanStep& step, Frame& frame) {
   return Status::ok();
 }
 
+// `,"input_type_shape":[{"float":[1,3,224,224]},...],"output_type_shape":[...]`
+// for the step's present tensor values; other values (sequences, maps, omitted
+// optional inputs) appear as empty objects so positions still line up.
+std::string describe_shapes(const PlanStep& step, const Frame& frame) {
+  std::string out;
+  auto list = [&](const char* key, const std::vector<int32_t>& slots) {
+    out += ",\"";
+    out += key;
+    out += "\":[";
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (i > 0) out += ',';
+      const int32_t slot = slots[i];
+      if (slot < 0 || !frame.present[static_cast<size_t>(slot)] ||
+          !frame.slots[static_cast<size_t>(slot)].is_tensor()) {
+        out += "{}";
+        continue;
+      }
+      const Tensor& t = frame.slots[static_cast<size_t>(slot)].tensor();
+      out += "{\"";
+      out += dtype_name(t.dtype());
+      out += "\":[";
+      for (size_t d = 0; d < t.shape().size(); ++d) {
+        if (d > 0) out += ',';
+        out += std::to_string(t.shape()[d]);
+      }
+      out += "]}";
+    }
+    out += ']';
+  };
+  list("input_type_shape", step.inputs);
+  list("output_type_shape", step.outputs);
+  return out;
+}
+
 }  // namespace
 
 int64_t Profiler::now_us() const {
@@ -130,7 +164,7 @@ std::string Profiler::write(const std::string& prefix) {
     const Event& e = events_[i];
     out << "{\"cat\":\"Node\",\"pid\":1,\"tid\":" << e.thread << ",\"dur\":" << e.duration_us << ",\"ts\":" << e.start_us
         << ",\"ph\":\"X\",\"name\":\"" << escape(e.name) << "\",\"args\":{\"op_name\":\"" << escape(e.op_type)
-        << "\",\"provider\":\"" << escape(e.provider) << "\"}}" << (i + 1 < events_.size() ? ",\n" : "\n");
+        << "\",\"provider\":\"" << escape(e.provider) << "\"" << e.shapes << "}}" << (i + 1 < events_.size() ? ",\n" : "\n");
   }
   out << "]\n";
   events_.clear();
@@ -200,7 +234,8 @@ Status run_plan(const GraphPlan& plan, const Frame* parent, const std::vector<co
                               step.kind == PlanStep::Kind::kCopy ? "Copy" : node.op_type,
                               step.provider ? step.provider->name() : "CPUExecutionProvider", start,
                               state.profiler->now_us() - start,
-                              std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000});
+                              std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000,
+                              describe_shapes(step, frame)});
     }
     for (int32_t slot : step.release_after) {
       frame.slots[static_cast<size_t>(slot)] = Value();

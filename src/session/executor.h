@@ -23,6 +23,9 @@ class Profiler {
     int64_t start_us;
     int64_t duration_us;
     size_t thread;
+    // JSON members naming the input and output types and shapes, as
+    // onnxruntime's profiles do ("input_type_shape", "output_type_shape").
+    std::string shapes;
   };
   void record(Event event);
   int64_t now_us() const;

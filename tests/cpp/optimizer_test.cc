@@ -186,6 +186,26 @@ TEST(OptimizerElimination, MergesCommonSubexpressions) {
   EXPECT_EQ(count_ops(*r.after, "LeakyRelu"), 2);
 }
 
+// Two initializers with the same bytes are the same input: the Convs reading
+// w1 and w2 merge; the one reading w3 (one element differs) and the one with
+// a different bias stay.
+TEST(OptimizerElimination, MergesNodesWhoseConstantsAreEqual) {
+  ModelBuilder b(17);
+  b.input("x", {1, 3, 6, 6}).output("y");
+  const std::vector<float> w = random_values(4 * 3 * 9, 15);
+  std::vector<float> w3 = w;
+  w3.back() += 1.0f;
+  b.initializer("w1", {4, 3, 3, 3}, w).initializer("w2", {4, 3, 3, 3}, w).initializer("w3", {4, 3, 3, 3}, w3);
+  b.initializer("b1", {4}, {0.f, 1.f, 2.f, 3.f}).initializer("b2", {4}, {0.f, 1.f, 2.f, 4.f});
+  b.node("Conv", {"x", "w1", "b1"}, {"c1"}).node("Conv", {"x", "w2", "b1"}, {"c2"});
+  b.node("Conv", {"x", "w3", "b1"}, {"c3"}).node("Conv", {"x", "w1", "b2"}, {"c4"});
+  b.node("Concat", {"c1", "c2", "c3", "c4"}, {"y"});
+  attrs(b, {int_attr("axis", 1)});
+  auto r = optimize_and_compare(b, {random_tensor({1, 3, 6, 6}, 16)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "Conv"), 3);
+}
+
 // ---- shape arithmetic ------------------------------------------------------
 
 // ---- basic: transposes ------------------------------------------------------

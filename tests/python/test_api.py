@@ -1,6 +1,7 @@
 """The onnxruntime-compatible API surface: metadata, options, enums,
 providers, exception classes."""
 
+import json
 import os
 import pathlib
 
@@ -162,6 +163,11 @@ def test_profiling(tmp_path):
     session = onyx.InferenceSession(add_relu_model().SerializeToString(), so)
     session.run(None, {"X": np.ones((1, 3), np.float32)})
     path = session.end_profiling()
-    assert isinstance(path, str)
-    if path:
-        assert os.path.exists(path)
+    assert isinstance(path, str) and os.path.exists(path)
+    with open(path) as f:
+        events = json.load(f)
+    mul = [e for e in events if e["cat"] == "Node" and e["args"]["op_name"] == "Mul"]
+    assert len(mul) == 1 and mul[0]["dur"] >= 0
+    # Shapes as onnxruntime's profiles give them, so the same tools read both.
+    assert mul[0]["args"]["input_type_shape"] == [{"float": [1, 3]}, {"float": []}]
+    assert mul[0]["args"]["output_type_shape"] == [{"float": [1, 3]}]

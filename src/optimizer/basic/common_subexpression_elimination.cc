@@ -1,8 +1,12 @@
 // Common-subexpression elimination: two nodes with the same op, version,
 // attributes and inputs compute the same outputs; the later one goes and its
-// consumers read the earlier one's outputs.
+// consumers read the earlier one's outputs. Inputs are the same when they are
+// the same value or constants with equal type, shape and bytes (two
+// initializers holding the same weights, as models built with placeholder
+// weights have).
 #include <cstring>
 #include <unordered_map>
+#include <vector>
 
 #include "optimizer/pass.h"
 
@@ -18,8 +22,18 @@ bool is_nondeterministic(const graph::Node& node) {
          node.op_type == "Dropout";
 }
 
+// Host constants whose bytes can be compared; nullptr for anything else.
+const Tensor* comparable_constant(const PassContext& ctx, int32_t value) {
+  if (value == graph::kNoValue) return nullptr;
+  const Tensor* t = ctx.constant(value);
+  if (t == nullptr || !t->device().is_cpu() || t->dtype() == DataType::kString) return nullptr;
+  return t;
+}
+
 // A key that is equal for equal nodes; nullopt for nodes never merged.
-std::optional<std::string> node_key(const graph::Node& node) {
+// Constant inputs enter by type and shape only: nodes with equal keys are
+// then told apart by the constants' bytes (same_constants).
+std::optional<std::string> node_key(const PassContext& ctx, const graph::Node& node) {
   if (is_nondeterministic(node) || has_subgraph(node) || node.outputs.empty()) return std::nullopt;
   std::string key;
   auto add = [&key](const std::string& piece) {
@@ -29,7 +43,15 @@ std::optional<std::string> node_key(const graph::Node& node) {
   add(node.domain);
   add(node.op_type);
   add(std::to_string(node.since_version));
-  for (int32_t in : node.inputs) add(std::to_string(in));
+  for (int32_t in : node.inputs) {
+    if (const Tensor* t = comparable_constant(ctx, in)) {
+      key += 'c';
+      add(std::to_string(static_cast<int>(t->dtype())));
+      add(shape_to_string(t->shape()));
+    } else {
+      add(std::to_string(in));
+    }
+  }
   add(std::to_string(node.outputs.size()));
   for (int32_t out : node.outputs) add(out == graph::kNoValue ? "0" : "1");
   for (const auto& [name, a] : node.attributes) {
@@ -72,24 +94,47 @@ std::optional<std::string> node_key(const graph::Node& node) {
   return key;
 }
 
+// Nodes whose keys are equal read equal values at every input: the same
+// value, or constants of the same type and shape whose bytes are equal.
+bool same_constants(const PassContext& ctx, const graph::Node& a, const graph::Node& b) {
+  for (size_t i = 0; i < a.inputs.size(); ++i) {
+    if (a.inputs[i] == b.inputs[i]) continue;
+    const Tensor* x = comparable_constant(ctx, a.inputs[i]);
+    const Tensor* y = comparable_constant(ctx, b.inputs[i]);
+    if (x == nullptr || y == nullptr || x->bytes() != y->bytes()) return false;
+    if (x->raw_data() != y->raw_data() && std::memcmp(x->raw_data(), y->raw_data(), x->bytes()) != 0) return false;
+  }
+  return true;
+}
+
 class CommonSubexpressionElimination final : public Pass {
  public:
   std::string name() const override { return "common_subexpression_elimination"; }
 
   void begin_sweep(const PassContext& ctx) override {
-    first_.clear();
+    by_key_.clear();
     for (size_t n = 0; n < ctx.node_count(); ++n) {
-      if (std::optional<std::string> key = node_key(ctx.node(n))) first_.emplace(std::move(*key), n);
+      if (std::optional<std::string> key = node_key(ctx, ctx.node(n))) by_key_[std::move(*key)].push_back(n);
     }
   }
 
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& node = ctx.node(index);
-    std::optional<std::string> key = node_key(node);
+    std::optional<std::string> key = node_key(ctx, node);
     if (!key) return std::nullopt;
-    auto it = first_.find(*key);
-    if (it == first_.end() || it->second == index) return std::nullopt;
-    const graph::Node& kept = ctx.node(it->second);
+    auto it = by_key_.find(*key);
+    if (it == by_key_.end()) return std::nullopt;
+    // The first node (in graph order) equal to this one is kept.
+    size_t kept_index = index;
+    for (size_t candidate : it->second) {
+      if (candidate == index) break;
+      if (same_constants(ctx, ctx.node(candidate), node)) {
+        kept_index = candidate;
+        break;
+      }
+    }
+    if (kept_index == index) return std::nullopt;
+    const graph::Node& kept = ctx.node(kept_index);
     Patch patch;
     patch.remove(index);
     for (size_t o = 0; o < node.outputs.size(); ++o) {
@@ -101,7 +146,7 @@ class CommonSubexpressionElimination final : public Pass {
   }
 
  private:
-  std::unordered_map<std::string, size_t> first_;
+  std::unordered_map<std::string, std::vector<size_t>> by_key_;  // node indices in graph order
 };
 
 }  // namespace
