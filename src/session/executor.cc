@@ -25,6 +25,10 @@ class NodeContext final : public KernelContext {
   }
   Tensor& allocate_output(size_t i, DataType dtype, const Shape& shape) override {
     Value& v = output_slot(i);
+    if (Tensor* placed = placed_output(i, dtype, shape)) {
+      v = Value(std::move(*placed));
+      return v.tensor();
+    }
     Result<Tensor> t = Tensor::create(dtype, shape, allocator());
     if (!t.is_ok()) throw Error(t.status());
     v = Value(std::move(t).value());
@@ -45,6 +49,34 @@ class NodeContext final : public KernelContext {
   std::string label() const override { return step_.label; }
 
  private:
+  // Output i as a view into (or, for the Concat, the whole of) a placement
+  // buffer when the plan put it there and the kernel asks for the planned
+  // type and shape; nullptr otherwise (the output gets its own buffer, and the
+  // Concat copies it as usual).
+  Tensor* placed_output(size_t i, DataType dtype, const Shape& shape) {
+    if (step_.concat_placement >= 0 && i == 0) {
+      Tensor& buffer = frame_.placements[static_cast<size_t>(step_.concat_placement)];
+      if (!buffer.defined() || buffer.dtype() != dtype || buffer.shape() != shape) return nullptr;
+      scratch_tensor_ = std::move(buffer);
+      buffer = Tensor();
+      return &scratch_tensor_;
+    }
+    for (const PlacedOutput& p : step_.placed_outputs) {
+      if (p.output != i || p.dtype != dtype || p.shape != shape) continue;
+      const Placement& placement = frame_.plan->placements[p.placement];
+      Tensor& buffer = frame_.placements[p.placement];
+      if (!buffer.defined()) {
+        Result<Tensor> t = Tensor::create(placement.dtype, placement.shape, allocator());
+        if (!t.is_ok()) throw Error(t.status());
+        buffer = std::move(t).value();
+      }
+      scratch_tensor_ = Tensor::borrow(dtype, shape, static_cast<char*>(buffer.raw_data()) + p.byte_offset,
+                                       buffer.device(), std::make_shared<Tensor>(buffer));
+      return &scratch_tensor_;
+    }
+    return nullptr;
+  }
+
   Value& output_slot(size_t i) {
     if (i >= step_.outputs.size()) {
       throw Error(runtime_error("output index ", i, " is out of range (the node has ", step_.outputs.size(),
@@ -64,6 +96,7 @@ class NodeContext final : public KernelContext {
   Frame& frame_;
   RunState& state_;
   std::vector<Value> scratch_;
+  Tensor scratch_tensor_;
 };
 
 // Prefixes the node's label unless the kernel already named it.
@@ -179,6 +212,7 @@ Status run_plan(const GraphPlan& plan, const Frame* parent, const std::vector<co
   frame.parent = parent;
   frame.slots.resize(plan.slot_count);
   frame.present.assign(plan.slot_count, false);
+  frame.placements.resize(plan.placements.size());
 
   for (const auto& [id, tensor] : graph.initializers) {
     frame.slots[static_cast<size_t>(id)] = Value(tensor);

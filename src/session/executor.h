@@ -44,6 +44,7 @@ struct Frame {
   const Frame* parent = nullptr;
   std::vector<Value> slots;
   std::vector<bool> present;  // slot holds a value (omitted optional outputs do not)
+  std::vector<Tensor> placements;  // this run's buffers of plan->placements (empty until used)
 };
 
 struct RunState {

@@ -15,6 +15,24 @@ namespace onyx::session {
 
 struct GraphPlan;
 
+// An output a kernel writes straight into its place in a later Concat's
+// output (GraphPlan::placements), so the Concat has nothing to copy for it.
+struct PlacedOutput {
+  size_t output = 0;      // the step's output index
+  size_t placement = 0;   // index into GraphPlan::placements
+  size_t byte_offset = 0; // where the output starts in the Concat's output
+  DataType dtype = DataType::kUndefined;
+  Shape shape;            // used only when the kernel asks for exactly this
+};
+
+// The output of a Concat whose inputs are written in place: allocated by the
+// first producer that runs, handed to the Concat when it asks for the same
+// type and shape.
+struct Placement {
+  DataType dtype = DataType::kUndefined;
+  Shape shape;
+};
+
 struct PlanStep {
   enum class Kind { kNode, kCopy };
   Kind kind = Kind::kNode;
@@ -31,6 +49,10 @@ struct PlanStep {
   bool to_host = false;
   // Slots whose last use is this step: released after it.
   std::vector<int32_t> release_after;
+  // Outputs written into a Concat's output; on the Concat step, the placement
+  // its output comes from (-1: none).
+  std::vector<PlacedOutput> placed_outputs;
+  int32_t concat_placement = -1;
 };
 
 struct GraphPlan {
@@ -38,6 +60,7 @@ struct GraphPlan {
   size_t slot_count = 0;  // graph values first, then copy targets
   std::vector<PlanStep> steps;
   std::vector<int32_t> output_slots;  // host slots of graph outputs, in order
+  std::vector<Placement> placements;
 };
 
 }  // namespace onyx::session

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -138,6 +139,102 @@ class WeightRelease {
   std::set<int32_t> needed_;
 };
 
+// The value's shape when every dimension is known statically.
+std::optional<Shape> static_shape(const graph::Graph& graph, int32_t value) {
+  const graph::TypeAndShape& info = graph.values[static_cast<size_t>(value)].info;
+  if (info.type.kind != ValueType::Kind::kTensor || !info.has_shape) return std::nullopt;
+  Shape shape;
+  for (const graph::Dim& d : info.shape) {
+    if (!d.is_known()) return std::nullopt;
+    shape.push_back(d.value);
+  }
+  return shape;
+}
+
+// Concat in place: when a Concat's output is one block per input (every axis
+// before the concatenated one has size 1, as in a channel concat at batch 1),
+// the host kernels producing its inputs write them straight into their
+// blocks of the Concat's output, and the Concat copies only what is not
+// already there. An input qualifies when the Concat is its only reader, it is
+// not a graph output and its shape is known when planning; the run checks
+// the actual type and shape again (executor.cc).
+void place_concat_inputs(const graph::Graph& graph, GraphPlan& plan) {
+  auto on_host = [](const ExecutionProvider* p) { return p == nullptr || p->device().is_cpu(); };
+  std::vector<int64_t> producer(plan.slot_count, -1);
+  std::vector<int> uses(plan.slot_count, 0);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& step = plan.steps[s];
+    for (int32_t in : step.inputs) {
+      if (in != graph::kNoValue) ++uses[static_cast<size_t>(in)];
+    }
+    if (step.kind != PlanStep::Kind::kNode) continue;
+    for (int32_t out : step.outputs) {
+      if (out != graph::kNoValue) producer[static_cast<size_t>(out)] = static_cast<int64_t>(s);
+    }
+    std::vector<std::string> names;
+    for (const auto& [attr_name, sub] : step.subgraphs) outer_names(*sub->graph, names);
+    for (const std::string& name : names) {
+      const int32_t id = graph.find_value(name);
+      if (id >= 0) uses[static_cast<size_t>(id)] += 2;  // never placed
+    }
+  }
+  for (int32_t out : plan.output_slots) uses[static_cast<size_t>(out)] += 2;
+  for (int32_t out : graph.outputs) uses[static_cast<size_t>(out)] += 2;
+
+  for (PlanStep& concat : plan.steps) {
+    if (concat.kind != PlanStep::Kind::kNode || !on_host(concat.provider)) continue;
+    const graph::Node& node = graph.nodes[concat.node_index];
+    if (node.op_type != "Concat" || !node.domain.empty() || node.outputs.size() != 1) continue;
+    const std::optional<Shape> out_shape = static_shape(graph, node.outputs[0]);
+    const DataType dtype = graph.values[static_cast<size_t>(node.outputs[0])].info.type.elem_type;
+    if (!out_shape || out_shape->empty() || dtype == DataType::kString || dtype_size(dtype) == 0) continue;
+    const auto axis_attr = node.attributes.find("axis");
+    int64_t axis = axis_attr != node.attributes.end() ? axis_attr->second.i : 1;
+    const auto rank = static_cast<int64_t>(out_shape->size());
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) continue;
+    bool one_block = true;
+    for (int64_t d = 0; d < axis; ++d) one_block = one_block && (*out_shape)[static_cast<size_t>(d)] == 1;
+    if (!one_block) continue;
+
+    std::vector<std::pair<size_t, PlacedOutput>> placed;  // (producer step, output)
+    size_t offset = 0;
+    bool consistent = true;
+    for (int32_t in : concat.inputs) {
+      const std::optional<Shape> shape = in == graph::kNoValue || static_cast<size_t>(in) >= graph.values.size()
+                                             ? std::nullopt
+                                             : static_shape(graph, in);
+      if (!shape) {
+        consistent = false;
+        break;
+      }
+      const size_t bytes = static_cast<size_t>(shape_size(*shape)) * dtype_size(dtype);
+      const int64_t p = producer[static_cast<size_t>(in)];
+      if (p >= 0 && uses[static_cast<size_t>(in)] == 1 && !graph.initializers.count(in) &&
+          graph.values[static_cast<size_t>(in)].info.type.elem_type == dtype &&
+          on_host(plan.steps[static_cast<size_t>(p)].provider)) {
+        const PlanStep& step = plan.steps[static_cast<size_t>(p)];
+        PlacedOutput out;
+        out.output = static_cast<size_t>(std::find(step.outputs.begin(), step.outputs.end(), in) - step.outputs.begin());
+        out.byte_offset = offset;
+        out.dtype = dtype;
+        out.shape = *shape;
+        placed.emplace_back(static_cast<size_t>(p), std::move(out));
+      }
+      offset += bytes;
+    }
+    const size_t total = static_cast<size_t>(shape_size(*out_shape)) * dtype_size(dtype);
+    if (!consistent || offset != total || placed.empty()) continue;
+    const auto id = static_cast<int32_t>(plan.placements.size());
+    plan.placements.push_back({dtype, *out_shape});
+    concat.concat_placement = id;
+    for (auto& [step, out] : placed) {
+      out.placement = static_cast<size_t>(id);
+      plan.steps[step].placed_outputs.push_back(std::move(out));
+    }
+  }
+}
+
 Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::Graph* releasing,
                                               const std::vector<const ExecutionProvider*>& providers,
                                               bool inputs_are_constant) {
@@ -246,6 +343,7 @@ Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::
     plan->steps.push_back(std::move(step));
   }
   for (int32_t out : graph.outputs) plan->output_slots.push_back(slot_on(out, nullptr, plan->steps));
+  place_concat_inputs(graph, *plan);
 
   // Lifetimes: a slot is released after the last step that reads it. Values
   // a subgraph reads from this graph count as inputs of the node holding it.

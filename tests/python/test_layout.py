@@ -145,3 +145,58 @@ def test_zoo_resnet50_at_every_level(tmp_path):
         np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-3)
         np.testing.assert_allclose(ort.InferenceSession(saved, ort_disabled()).run(None, feeds)[0], expected,
                                    rtol=1e-3, atol=1e-3)
+
+
+def inception_block(c=32):
+    """An Inception module at batch 1: 1x1, 3x3 and pool branches from one
+    input, concatenated along channels, then a conv reading the whole concat
+    and a second concat that also takes the block's input (a value with two
+    readers, so it keeps its own buffer)."""
+    rng = np.random.default_rng(11)
+    inits = []
+
+    def conv(name, x, cin, cout, k, relu=True):
+        w = numpy_helper.from_array((rng.standard_normal([cout, cin, k, k]) / np.sqrt(cin * k * k)).astype(np.float32),
+                                    name + "_w")
+        b = numpy_helper.from_array((rng.standard_normal([cout]) * 0.1).astype(np.float32), name + "_b")
+        inits.extend([w, b])
+        out = [helper.make_node("Conv", [x, w.name, b.name], [name], pads=[k // 2] * 4)]
+        if relu:
+            out.append(helper.make_node("Relu", [name], [name + "_r"]))
+        return out, (name + "_r" if relu else name)
+
+    nodes = []
+    stem, x = conv("stem", "x", 3, c, 3)
+    nodes += stem
+    b1, y1 = conv("b1", x, c, 16, 1)
+    b2a, t = conv("b2a", x, c, 16, 1)
+    b2b, y2 = conv("b2b", t, 16, 32, 3)
+    nodes += b1 + b2a + b2b
+    nodes.append(helper.make_node("MaxPool", [x], ["p"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    b3, y3 = conv("b3", "p", c, 16, 1)
+    nodes += b3
+    nodes.append(helper.make_node("Concat", [y1, y2, y3], ["cat"], axis=1))
+    mix, z = conv("mix", "cat", 64, 32, 3, relu=False)
+    nodes += mix
+    nodes.append(helper.make_node("Concat", [z, x], ["y"], axis=1))
+    graph = helper.make_graph(nodes, "inception", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 23, 19])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 23, 19])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_inception_block_concats_match(tmp_path, threads):
+    """The branches of a channel concat at batch 1 write into the concat's
+    output directly (session planner); the results must not change."""
+    path = str(tmp_path / "inception.onnx")
+    onnx.save(inception_block(), path)
+    x = np.random.default_rng(3).standard_normal((1, 3, 23, 19)).astype(np.float32)
+    expected = ort.InferenceSession(path, ort_disabled()).run(None, {"x": x})
+    for level in ("ORT_DISABLE_ALL", "ORT_ENABLE_ALL"):
+        options = onyx.SessionOptions()
+        options.graph_optimization_level = getattr(onyx.GraphOptimizationLevel, level)
+        options.intra_op_num_threads = threads
+        session = onyx.InferenceSession(path, options)
+        for _ in range(2):  # the second run reuses the first run's freed buffers
+            got = session.run(None, {"x": x})
+            np.testing.assert_allclose(got[0], expected[0], rtol=1e-4, atol=1e-4, err_msg=level)

@@ -1,5 +1,6 @@
 // Concat and Split: both view the tensors as [outer, axis * inner] rows and
 // move each row block with one memcpy (strided_copy collapses the rest).
+// Concat skips inputs its producers already wrote into its output.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -72,6 +73,7 @@ class ConcatKernel final : public Kernel {
           char* dst = static_cast<char*>(out.raw_data()) + static_cast<size_t>(o * out_row + at) * elem;
           const char* src = static_cast<const char*>(t->raw_data()) + static_cast<size_t>(o * row) * elem;
           const size_t bytes = static_cast<size_t>(row) * elem;
+          if (dst == src) continue;  // written in place by its producer (see session/planner.cc)
           for (size_t done = 0; done < bytes; done += kPieceBytes) {
             pieces.push_back({dst + done, src + done, std::min(kPieceBytes, bytes - done)});
           }
@@ -90,6 +92,10 @@ class ConcatKernel final : public Kernel {
     int64_t offset = 0;
     for (const Tensor* t : inputs) {
       const int64_t row = t->dim(axis) * inner;
+      if (outer == 1 && t->raw_data() == element_at(out.raw_data(), first.dtype(), offset)) {
+        offset += row;  // written in place by its producer
+        continue;
+      }
       strided_copy(first.dtype(), element_at(out.raw_data(), first.dtype(), offset), {out_row, 1}, t->raw_data(),
                    {row, 1}, {outer, row}, ctx.thread_pool());
       offset += row;
