@@ -88,6 +88,9 @@ class Tensor {
   Tensor clone() const;
   // True when both tensors share storage.
   bool shares_buffer_with(const Tensor& other) const { return storage_ && storage_ == other.storage_; }
+  // True when this tensor allocated its buffer (create) and no other tensor
+  // shares it, so it may be overwritten once this tensor is no longer read.
+  bool owns_buffer_alone() const { return owns_ && storage_.use_count() == 1; }
 
   std::string describe() const;  // "float[2,3]"
 
@@ -97,6 +100,7 @@ class Tensor {
   Device device_;
   void* data_ = nullptr;
   std::shared_ptr<void> storage_;
+  bool owns_ = false;  // storage_ is a buffer this tensor's create() allocated
 };
 
 template <typename T>

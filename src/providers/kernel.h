@@ -99,6 +99,15 @@ class KernelContext {
   // Sets output i to a value made elsewhere (a sequence, a map, or a tensor
   // that shares an input's buffer, such as Reshape's output).
   virtual void set_output(size_t i, Value value) = 0;
+  // Output i in input `input`'s buffer, when nothing reads that buffer after
+  // this node (this node is the input's last reader, no other value shares
+  // the buffer) and it has the dtype and the byte size of the output; else
+  // nullptr and the kernel allocates as usual. The kernel must read each
+  // input element before it writes the output element at the same place.
+  virtual Tensor* reuse_input_as_output(size_t /*input*/, size_t /*output*/, DataType /*dtype*/,
+                                        const Shape& /*shape*/) {
+    return nullptr;
+  }
 
   virtual ThreadPool* thread_pool() const = 0;
   virtual Allocator* allocator() const = 0;

@@ -1,6 +1,7 @@
 // The sequential executor.
 #include "session/executor.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -35,6 +36,36 @@ class NodeContext final : public KernelContext {
     return v.tensor();
   }
   void set_output(size_t i, Value value) override { output_slot(i) = std::move(value); }
+  Tensor* reuse_input_as_output(size_t input, size_t output, DataType dtype, const Shape& shape) override {
+    if (input >= step_.inputs.size() || output >= step_.outputs.size() || step_.outputs[output] == graph::kNoValue) {
+      return nullptr;
+    }
+    for (const PlacedOutput& p : step_.placed_outputs) {
+      if (p.output == output) return nullptr;  // it goes into a Concat's output instead
+    }
+    if (step_.concat_placement >= 0) return nullptr;
+    const int32_t slot = step_.inputs[input];
+    if (slot == graph::kNoValue || !frame_.present[static_cast<size_t>(slot)]) return nullptr;
+    // Read by this node once, and by no later step (release_after holds no
+    // graph input, output or initializer).
+    if (std::count(step_.inputs.begin(), step_.inputs.end(), slot) != 1 ||
+        std::find(step_.release_after.begin(), step_.release_after.end(), slot) == step_.release_after.end()) {
+      return nullptr;
+    }
+    const Value& v = frame_.slots[static_cast<size_t>(slot)];
+    if (!v.is_tensor()) return nullptr;
+    const Tensor& t = v.tensor();
+    size_t bytes = 0;
+    if (dtype == DataType::kString || t.dtype() != dtype || !t.owns_buffer_alone() ||
+        t.device() != allocator()->device()) {
+      return nullptr;
+    }
+    bytes = static_cast<size_t>(shape_size(shape)) * dtype_size(dtype);
+    if (bytes != t.bytes()) return nullptr;
+    Value& out = output_slot(output);
+    out = Value(t.reshaped(shape));
+    return &out.tensor();
+  }
   ThreadPool* thread_pool() const override { return state_.pool; }
   Allocator* allocator() const override { return step_.provider->allocator(); }
   Status run_subgraph(const std::string& attr_name, const std::vector<Value>& inputs,

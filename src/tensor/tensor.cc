@@ -195,6 +195,7 @@ Result<Tensor> Tensor::create(DataType dtype, Shape shape, Allocator* allocator)
     return Status(e.code(), "tensor " + std::string(dtype_name(dtype)) + shape_to_string(t.shape_) + ": " + e.what());
   }
   t.data_ = p;
+  t.owns_ = true;
   if (dtype == DataType::kString) {
     const int64_t n = t.size();
     auto* strings = static_cast<std::string*>(p);

@@ -136,7 +136,20 @@ class NchwcConvKernel final : public Kernel {
       }
       sum = s->data<float>();
     }
-    Tensor& y = ctx.allocate_output(0, DataType::kFloat, y_shape);
+    // Y may take Sum's buffer when Sum is not read after this node: each
+    // output element is then read as Sum and written as Y in the same
+    // write-back. That holds when every tile takes all taps at once (a
+    // first chunk would overwrite Sum before the last one adds it).
+    const int64_t lanes_per_tap = packed->form == ConvForm::kRegular ? B : 1;
+    const int64_t all_taps =
+        (packed->form == ConvForm::kDepthwise ? 1 : packed->in_channels / lanes_per_tap) * kh * kw;
+    const int64_t filter_blocks = packed->form == ConvForm::kDepthwise ? 1 : kernels_->max_filter_blocks;
+    const int64_t max_chunk_taps =
+        std::max<int64_t>(1, kWeightChunkBytes / (filter_blocks * lanes_per_tap * B * static_cast<int64_t>(sizeof(float))));
+    Tensor* in_place = sum != nullptr && (packed->form == ConvForm::kDepthwise || all_taps <= max_chunk_taps)
+                           ? ctx.reuse_input_as_output(3, 0, DataType::kFloat, y_shape)
+                           : nullptr;
+    Tensor& y = in_place != nullptr ? *in_place : ctx.allocate_output(0, DataType::kFloat, y_shape);
     const int64_t out_hw = out_h * out_w;
     if (y.size() == 0) return Status::ok();
 
@@ -291,8 +304,6 @@ class NchwcConvKernel final : public Kernel {
         std::max<int64_t>(1, channels * static_cast<int64_t>(sizeof(float)) * sw * kh);
     const int64_t block_pixels = std::max<int64_t>(1, (32 * 1024) / input_bytes_per_pixel / P) * P;
 
-    const int64_t max_chunk_taps = std::max<int64_t>(
-        1, kWeightChunkBytes / std::max<int64_t>(1, F * lanes * B * static_cast<int64_t>(sizeof(float))));
     const int64_t chunk_count = (tap_count + max_chunk_taps - 1) / max_chunk_taps;
     const int64_t chunk_taps = (tap_count + chunk_count - 1) / chunk_count;  // equal chunks
     const Kernels* k = kernels_;
