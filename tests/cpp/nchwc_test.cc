@@ -257,6 +257,13 @@ TEST(Nchwc, ConvRegular) {
   // Small W, many pixels: each task takes all output blocks for blocks of pixels.
   cases.push_back(ConvCase::make(1, 16 * b, 9, 11, 5 * b, 1, 1).with_sum().with_activation("Relu"));
   cases.push_back(ConvCase::make(2, 4 * b, 10, 13, 5 * b, 3, 3).pads(1, 1, 1, 1));
+  // Windows the edges clip (X is read unpadded): no window inside at all;
+  // clipped columns over many rows (tiles down the column); windows wholly in
+  // the padding (bias only); clipped windows over several weight chunks.
+  cases.push_back(ConvCase::make(1, b, 4, 3, 2 * b, 5, 5).pads(2, 2, 2, 2));
+  cases.push_back(ConvCase::make(1, 2 * b, 20, 9, 3 * b, 5, 5).pads(2, 2, 2, 2).with_sum().with_activation("Relu"));
+  cases.push_back(ConvCase::make(1, b, 5, 5, b, 3, 3).pads(4, 3, 4, 5));
+  cases.push_back(ConvCase::make(1, 40 * b, 12, 10, 2 * b, 3, 3).strides(2, 1).pads(1, 1, 1, 1));
   for (int threads : {1, 2}) {
     for (const auto& p : cases) check_conv(p, threads);
   }

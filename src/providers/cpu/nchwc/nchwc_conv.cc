@@ -6,8 +6,11 @@
 //   tensor, W data [O/B][I][kh][kw][bo]; depthwise  group == O, I == 1, X
 //   blocked, W data [O/B][kh][kw][bo].
 // W is repacked once (at creation when it is a constant) so that the F output
-// blocks a tile computes read one sequential stream. A padded input is copied
-// once per run when the convolution pads, so the inner loops never test bounds.
+// blocks a tile computes read one sequential stream. The regular form reads X
+// where it is: tiles of interior pixels take every tap, the pixels whose
+// windows the edges clip take only the taps inside (the clipped columns of a
+// row range in tiles down the column), so the inner loops never test bounds
+// and nothing is copied. The NCHW-input form copies a padded input instead.
 // Work is cut into tasks of (image, group of output blocks, pixel range); the
 // taps are taken in chunks whose weights stay in L2, with the partial sums in
 // Y.
@@ -15,6 +18,7 @@
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +46,113 @@ enum class ConvForm { kRegular, kNchwInput, kDepthwise };
 // sizes differ by at most one (10 blocks: 4, 3, 3, not 4, 4, 2), so that
 // tasks of one group each cost about the same. Group g starts at block:
 int64_t group_begin(int64_t g, int64_t groups, int64_t blocks) { return g * blocks / groups; }
+
+// The output pixels of a convolution that reads its input unpadded, by
+// window: the windows of the interior rectangle lie inside the input; the
+// others are clipped by its edges and read only their taps inside. A clipping
+// is a (row, column) pair of distinct row and column clippings; each keeps
+// its tap list, ascending.
+class EdgeWindows {
+ public:
+  EdgeWindows(int64_t out_h, int64_t out_w, int64_t in_h, int64_t in_w, int64_t kh, int64_t kw, int64_t sh,
+              int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl, int64_t planes)
+      : out_w_(out_w) {
+    using Range = std::pair<int64_t, int64_t>;  // taps [first, second) along one axis
+    auto clip = [](int64_t start, int64_t d, int64_t k, int64_t limit) {
+      int64_t lo = 0, hi = k;
+      while (lo < k && start + lo * d < 0) ++lo;
+      while (hi > lo && start + (hi - 1) * d >= limit) --hi;
+      return Range{lo, hi};
+    };
+    // Distinct clippings per axis (index 0: the whole window), and each
+    // row's and column's.
+    auto classify = [&](int64_t count, int64_t stride, int64_t dilation, int64_t k, int64_t pad, int64_t limit,
+                        std::vector<Range>& distinct, std::vector<int32_t>& of, int64_t& lo, int64_t& hi) {
+      distinct = {Range{0, k}};
+      of.resize(static_cast<size_t>(count));
+      lo = count, hi = 0;
+      for (int64_t i = 0; i < count; ++i) {
+        const Range r = clip(i * stride - pad, dilation, k, limit);
+        auto it = std::find(distinct.begin(), distinct.end(), r);
+        if (it == distinct.end()) it = distinct.insert(distinct.end(), r);
+        of[static_cast<size_t>(i)] = static_cast<int32_t>(it - distinct.begin());
+        if (it == distinct.begin()) lo = std::min(lo, i), hi = i + 1;  // whole windows are contiguous
+      }
+      if (lo >= hi) lo = hi = 0;
+    };
+    std::vector<Range> rows, cols;
+    classify(out_h, sh, dh, kh, pt, in_h, rows, row_kind_, row_lo_, row_hi_);
+    classify(out_w, sw, dw, kw, pl, in_w, cols, col_kind_, col_lo_, col_hi_);
+    col_kinds_ = static_cast<int64_t>(cols.size());
+    ids_.resize(rows.size() * cols.size());
+    for (size_t r = 0; r < rows.size(); ++r) {
+      for (size_t c = 0; c < cols.size(); ++c) {
+        if (r == 0 && c == 0) continue;  // whole: the interior calls
+        std::vector<int32_t>& ids = ids_[r * cols.size() + c];
+        for (int64_t p = 0; p < planes; ++p) {
+          for (int64_t i = rows[r].first; i < rows[r].second; ++i) {
+            for (int64_t j = cols[c].first; j < cols[c].second; ++j) {
+              ids.push_back(static_cast<int32_t>((p * kh + i) * kw + j));
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // The interior rectangle: rows and columns whose windows lie inside.
+  void set_interior(nchwc::ConvJob& job) const {
+    job.row_lo = row_lo_, job.row_hi = row_hi_, job.col_lo = col_lo_, job.col_hi = col_hi_;
+  }
+
+  // Calls f(a, b, step, ids, count) for calls that together cover the pixels
+  // [q0, q1): step 0, the interior pixels (one call, tiles running on across
+  // rows); step 1, runs of one clipping along a row that does not see every
+  // kh; step out_w, the clipped columns of the rows that do, down the column
+  // (so their tiles hold several pixels). ids is the clipping's taps in
+  // [t0, t1).
+  template <typename F>
+  void for_each_call(int64_t q0, int64_t q1, int64_t t0, int64_t t1, F&& f) const {
+    auto emit = [&](int64_t a, int64_t b, int64_t step, size_t kind) {
+      const std::vector<int32_t>& ids = ids_[kind];
+      const auto lo = std::lower_bound(ids.begin(), ids.end(), static_cast<int32_t>(t0));
+      const auto hi = std::lower_bound(lo, ids.end(), static_cast<int32_t>(t1));
+      // Never null: a window wholly in the padding has no taps (bias only).
+      static constexpr int32_t kNoTaps = 0;
+      f(a, b, step, lo == hi ? &kNoTaps : &*lo, static_cast<int64_t>(hi - lo));
+    };
+    auto kind_at = [&](int64_t row, int64_t col) {
+      return static_cast<size_t>(row_kind_[static_cast<size_t>(row)] * col_kinds_ + col_kind_[static_cast<size_t>(col)]);
+    };
+    if (row_lo_ < row_hi_ && col_lo_ < col_hi_) f(q0, q1, int64_t{0}, nullptr, int64_t{0});
+    for (int64_t a = q0; a < q1;) {
+      const int64_t row = a / out_w_;
+      const int64_t row_end = std::min(q1, (row + 1) * out_w_);
+      if (row >= row_lo_ && row < row_hi_) {
+        a = row_end;
+        continue;
+      }
+      const size_t kind = kind_at(row, a % out_w_);
+      int64_t b = a + 1;
+      while (b < row_end && kind_at(row, b % out_w_) == kind) ++b;
+      emit(a, b, 1, kind);
+      a = b;
+    }
+    if (row_lo_ >= row_hi_) return;
+    for (int64_t ow = 0; ow < out_w_; ++ow) {
+      if (ow >= col_lo_ && ow < col_hi_) continue;
+      const int64_t first = std::max(row_lo_, (q0 - ow + out_w_ - 1) / out_w_);
+      const int64_t last = std::min(row_hi_ - 1, (q1 - 1 - ow) / out_w_);
+      if (q1 - 1 < ow || first > last) continue;
+      emit(first * out_w_ + ow, last * out_w_ + ow + 1, out_w_, kind_at(row_lo_, ow));
+    }
+  }
+
+ private:
+  int64_t out_w_ = 1, row_lo_ = 0, row_hi_ = 0, col_lo_ = 0, col_hi_ = 0, col_kinds_ = 1;
+  std::vector<int32_t> row_kind_, col_kind_;  // index into the distinct clippings of its axis
+  std::vector<std::vector<int32_t>> ids_;     // per (row kind, column kind)
+};
 
 class NchwcConvKernel final : public Kernel {
  public:
@@ -159,8 +270,12 @@ class NchwcConvKernel final : public Kernel {
     const int64_t sh = window_.stride[0], sw = window_.stride[1], dh = window_.dilation[0], dw = window_.dilation[1];
     const int64_t need_h = (out_h - 1) * sh + (kh - 1) * dh + 1, need_w = (out_w - 1) * sw + (kw - 1) * dw + 1;
     // The depthwise kernel clips its windows itself.
-    const bool pad =
-        packed->form != ConvForm::kDepthwise && (pt > 0 || pl > 0 || need_h > in_h || need_w > in_w);
+    const bool windows_leave = pt > 0 || pl > 0 || need_h > in_h || need_w > in_w;
+    // Direct: the regular form reads the input where it is; a window the
+    // edge clips reads only its taps inside (EdgeWindows), so there is no
+    // padded copy to write and read again. The NCHW-input form is padded.
+    const bool direct = packed->form == ConvForm::kRegular && windows_leave;
+    const bool pad = packed->form == ConvForm::kNchwInput && windows_leave;
     const int64_t rows = pad ? need_h : in_h, cols = pad ? need_w : in_w;
     const int64_t plane = rows * cols * unit;
     const float* xin = x->data<float>();
@@ -203,6 +318,8 @@ class NchwcConvKernel final : public Kernel {
       }
     }
     const int64_t tap_count = static_cast<int64_t>(taps.size());
+    std::optional<EdgeWindows> edges;
+    if (direct) edges.emplace(out_h, out_w, in_h, in_w, kh, kw, sh, sw, dh, dw, pt, pl, tap_planes);
 
     ConvJob base;
     base.lanes = static_cast<int>(lanes);
@@ -224,7 +341,7 @@ class NchwcConvKernel final : public Kernel {
     const int64_t x_image = planes * plane, y_image = out_c * out_hw;
     auto job_for = [&](int64_t n) {
       ConvJob job = base;
-      job.x = xin + n * x_image;
+      job.x = xin + n * x_image - (direct ? (pt * in_w + pl) * unit : 0);
       job.y = y_data + n * y_image;
       job.sum = sum != nullptr ? sum + n * y_image : nullptr;
       return job;
@@ -302,7 +419,12 @@ class NchwcConvKernel final : public Kernel {
     // (an output pixel moves the window by sw input columns over kh rows)
     const int64_t input_bytes_per_pixel =
         std::max<int64_t>(1, channels * static_cast<int64_t>(sizeof(float)) * sw * kh);
-    const int64_t block_pixels = std::max<int64_t>(1, (32 * 1024) / input_bytes_per_pixel / P) * P;
+    // Direct: ranges and blocks are whole output rows, so the clipped
+    // columns of their rows go down the column in full tiles.
+    const int64_t block_pixels =
+        direct ? std::max<int64_t>(P, (32 * 1024) / input_bytes_per_pixel / out_w) * out_w
+               : std::max<int64_t>(1, (32 * 1024) / input_bytes_per_pixel / P) * P;
+    const int64_t range_pixels = direct ? (out_h + ranges - 1) / ranges * out_w : tiles_per_range * P;
 
     const int64_t chunk_count = (tap_count + max_chunk_taps - 1) / max_chunk_taps;
     const int64_t chunk_taps = (tap_count + chunk_count - 1) / chunk_count;  // equal chunks
@@ -311,13 +433,32 @@ class NchwcConvKernel final : public Kernel {
       const int64_t ob0 = group_begin(g, groups, out_blocks), nob = group_begin(g + 1, groups, out_blocks) - ob0;
       for (int64_t c0 = 0; c0 < tap_count; c0 += chunk_taps) {
         const int64_t c1 = std::min(tap_count, c0 + chunk_taps);
-        k->conv(job, ob0, nob, q0, q1, c0, c1, c0 == 0, c1 == tap_count);
+        if (!direct) {
+          k->conv(job, ob0, nob, q0, q1, c0, c1, c0 == 0, c1 == tap_count);
+          continue;
+        }
+        edges->for_each_call(q0, q1, c0, c1,
+                            [&](int64_t a, int64_t b, int64_t step, const int32_t* ids, int64_t id_count) {
+                              if (step == 0) {
+                                ConvJob inner = job;
+                                inner.interior_only = true;
+                                edges->set_interior(inner);
+                                k->conv(inner, ob0, nob, a, b, c0, c1, c0 == 0, c1 == tap_count);
+                                return;
+                              }
+                              ConvJob clipped = job;
+                              clipped.tap_ids = ids;
+                              clipped.tap_id_count = id_count;
+                              clipped.pixel_stride = step;
+                              clipped.prefetch_weights = false;
+                              k->conv(clipped, ob0, nob, a, b, c0, c1, c0 == 0, c1 == tap_count);
+                            });
       }
       for (int64_t ob = ob0; ob < ob0 + nob; ++ob) finish(job.y + ob * job.y_block_stride + q0 * B, (q1 - q0) * B);
     };
     parallel_for_tasks(pool, task_count, macs_per_task, [&](int64_t task) {
       const int64_t r = task % ranges, g = (task / ranges) % task_groups, n = task / ranges / task_groups;
-      const int64_t q0 = r * tiles_per_range * P, q1 = std::min(out_hw, (r + 1) * tiles_per_range * P);
+      const int64_t q0 = r * range_pixels, q1 = std::min(out_hw, (r + 1) * range_pixels);
       if (q0 >= q1) return;
       const ConvJob job = job_for(n);
       if (form == ConvForm::kDepthwise) {

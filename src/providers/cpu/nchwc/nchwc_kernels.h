@@ -21,7 +21,8 @@ struct Activation {
 //
 // The input is read through `taps`: output pixel (oh, ow) reads, for tap t,
 // lane l, the float at x + oh * x_row_step + ow * x_pixel_step + taps[t] + l.
-// The input is padded (or needs no padding), so every tap is in bounds.
+// The input is padded (or needs no padding), so every tap is in bounds,
+// unless the call lists the taps to read (tap_ids).
 //   lanes == B: blocked input, tap t = (input block, kh, kw), l = input channel
 //   in the block; lanes == 1: NCHW input, tap t = (channel, kh, kw); depthwise:
 //   tap t = (kh, kw), l = the channel in the block (vector, not broadcast),
@@ -47,6 +48,22 @@ struct ConvJob {
   const float* bias = nullptr;  // O floats, or null
   Activation activation;
   bool prefetch_weights = false;  // fetch the next chunk of W into L2 while computing
+  // Regular form, unpadded input: when set, the tiles of this call read only
+  // taps tap_ids[0..tap_id_count) (ascending, within the call's [t0, t1)):
+  // their windows are clipped by the input's edge and the other taps would
+  // read outside it. x may then point before the input (the origin of a
+  // window that starts in the padding). A window wholly in the padding lists
+  // no taps (tap_id_count 0, tap_ids still set).
+  const int32_t* tap_ids = nullptr;
+  int64_t tap_id_count = 0;
+  // Output pixels between consecutive pixels of a conv call: 1 (along a row)
+  // or out_w (down a column, q1 - q0 a multiple of it plus one at most).
+  int64_t pixel_stride = 1;
+  // With interior_only, a conv call computes only the pixels of [q0, q1) in
+  // rows [row_lo, row_hi) and columns [col_lo, col_hi) (whose windows lie
+  // inside the input), its tiles running on across rows.
+  bool interior_only = false;
+  int64_t row_lo = 0, row_hi = 0, col_lo = 0, col_hi = 0;
   // Depthwise only: x is the unpadded input (planes of in_h x in_w pixels,
   // x_row_step = stride_h * in_w * B, x_pixel_step = stride_w * B), taps are
   // [kh][kw], and windows are clipped to the input.

@@ -48,10 +48,20 @@ ONYX_NCHWC_INLINE V activate(V v, V alpha, V beta) {
   }
 }
 
+// N consecutive output pixels from q, as the write-back takes them.
+template <int N>
+struct Pixels {
+  ONYX_NCHWC_INLINE explicit Pixels(int64_t first) {
+#pragma GCC unroll 12
+    for (int n = 0; n < N; ++n) q[n] = first + n;
+  }
+  int64_t q[N];
+};
+
 // Finishes the P x F tile at pixel q of blocks ob0..: bias, sum and the
 // activation kKind, then stores it.
 template <int P, int F, int kKind>
-ONYX_NCHWC_INLINE void finish_tile(V (&acc)[P][F], const ConvJob& job, int64_t ob0, int64_t q) {
+ONYX_NCHWC_INLINE void finish_tile(V (&acc)[P][F], const ConvJob& job, int64_t ob0, const int64_t* qs) {
   const V alpha = Isa::set1(job.activation.alpha), beta = Isa::set1(job.activation.beta);
   const float* bias = job.bias;
   const float* sum = job.sum;
@@ -59,17 +69,18 @@ ONYX_NCHWC_INLINE void finish_tile(V (&acc)[P][F], const ConvJob& job, int64_t o
   const int64_t stride = job.y_block_stride;
 #pragma GCC unroll 4
   for (int f = 0; f < F; ++f) {
-    float* y = y0 + (ob0 + f) * stride + q * kB;
+    float* y = y0 + (ob0 + f) * stride;
     const V b = bias != nullptr ? Isa::load(bias + (ob0 + f) * kB) : Isa::zero();
     if (sum != nullptr) {
-      const float* s = sum + (ob0 + f) * stride + q * kB;
+      const float* s = sum + (ob0 + f) * stride;
 #pragma GCC unroll 12
       for (int p = 0; p < P; ++p) {
-        Isa::store(y + p * kB, activate<kKind>(Isa::add(Isa::add(acc[p][f], b), Isa::load(s + p * kB)), alpha, beta));
+        Isa::store(y + qs[p] * kB,
+                   activate<kKind>(Isa::add(Isa::add(acc[p][f], b), Isa::load(s + qs[p] * kB)), alpha, beta));
       }
     } else {
 #pragma GCC unroll 12
-      for (int p = 0; p < P; ++p) Isa::store(y + p * kB, activate<kKind>(Isa::add(acc[p][f], b), alpha, beta));
+      for (int p = 0; p < P; ++p) Isa::store(y + qs[p] * kB, activate<kKind>(Isa::add(acc[p][f], b), alpha, beta));
     }
   }
 }
@@ -77,27 +88,27 @@ ONYX_NCHWC_INLINE void finish_tile(V (&acc)[P][F], const ConvJob& job, int64_t o
 // Stores the P x F tile at pixel q of blocks ob0.. ; `last` finishes it
 // (the activation chosen once per tile, not per vector).
 template <int P, int F>
-ONYX_NCHWC_INLINE void write_back(V (&acc)[P][F], const ConvJob& job, int64_t ob0, int64_t q, bool last) {
+ONYX_NCHWC_INLINE void write_back(V (&acc)[P][F], const ConvJob& job, int64_t ob0, const int64_t* qs, bool last) {
   if (!last) {
 #pragma GCC unroll 4
     for (int f = 0; f < F; ++f) {
-      float* y = job.y + (ob0 + f) * job.y_block_stride + q * kB;
+      float* y = job.y + (ob0 + f) * job.y_block_stride;
 #pragma GCC unroll 12
-      for (int p = 0; p < P; ++p) Isa::store(y + p * kB, acc[p][f]);
+      for (int p = 0; p < P; ++p) Isa::store(y + qs[p] * kB, acc[p][f]);
     }
     return;
   }
   switch (job.activation.kind) {
     case Activation::kRelu:
-      return finish_tile<P, F, Activation::kRelu>(acc, job, ob0, q);
+      return finish_tile<P, F, Activation::kRelu>(acc, job, ob0, qs);
     case Activation::kLeakyRelu:
-      return finish_tile<P, F, Activation::kLeakyRelu>(acc, job, ob0, q);
+      return finish_tile<P, F, Activation::kLeakyRelu>(acc, job, ob0, qs);
     case Activation::kClip:
-      return finish_tile<P, F, Activation::kClip>(acc, job, ob0, q);
+      return finish_tile<P, F, Activation::kClip>(acc, job, ob0, qs);
     case Activation::kHardSigmoid:
-      return finish_tile<P, F, Activation::kHardSigmoid>(acc, job, ob0, q);
+      return finish_tile<P, F, Activation::kHardSigmoid>(acc, job, ob0, qs);
     default:
-      return finish_tile<P, F, Activation::kNone>(acc, job, ob0, q);
+      return finish_tile<P, F, Activation::kNone>(acc, job, ob0, qs);
   }
 }
 
@@ -118,7 +129,7 @@ ONYX_NCHWC_INLINE void tap_step(V (&acc)[P][F], const float* const (&x)[P], int6
 // tile; xs[p] is pixel p's input origin.
 template <int P, int F, int L>
 ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, const float* w, int64_t t0, int64_t t1,
-                                 int64_t ob0, int64_t q, bool first, bool last, const char* next_w,
+                                 int64_t ob0, const int64_t* qs, bool first, bool last, const char* next_w,
                                  int64_t next_lines_per_tap) {
   V acc[P][F];
   if (first) {
@@ -130,19 +141,19 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
 #pragma GCC unroll 12
     for (int p = 0; p < P; ++p)
 #pragma GCC unroll 4
-      for (int f = 0; f < F; ++f) acc[p][f] = Isa::load(job.y + (ob0 + f) * job.y_block_stride + (q + p) * kB);
+      for (int f = 0; f < F; ++f) acc[p][f] = Isa::load(job.y + (ob0 + f) * job.y_block_stride + qs[p] * kB);
   }
   if (first) {
     // The output lines are written in the write-back, and the residual read
     // there: fetch both while the tile computes.
 #pragma GCC unroll 4
     for (int f = 0; f < F; ++f) {
-      const float* s = job.sum != nullptr ? job.sum + (ob0 + f) * job.y_block_stride + q * kB : nullptr;
-      float* y = job.y + (ob0 + f) * job.y_block_stride + q * kB;
+      const float* s = job.sum != nullptr ? job.sum + (ob0 + f) * job.y_block_stride : nullptr;
+      float* y = job.y + (ob0 + f) * job.y_block_stride;
 #pragma GCC unroll 12
       for (int p = 0; p < P; ++p) {
-        __builtin_prefetch(y + p * kB, 1, 3);
-        if (last && s != nullptr) __builtin_prefetch(s + p * kB, 0, 3);
+        __builtin_prefetch(y + qs[p] * kB, 1, 3);
+        if (last && s != nullptr) __builtin_prefetch(s + qs[p] * kB, 0, 3);
       }
     }
   }
@@ -155,6 +166,15 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
   const int64_t ahead = P * job.x_pixel_step;
   const int64_t* taps = job.taps;
   if constexpr (L == kB) {
+    if (job.tap_ids != nullptr) {
+      // A window the input's edge clips: the listed taps only (see ConvJob).
+      for (int64_t i = 0; i < job.tap_id_count; ++i) {
+        const int64_t t = job.tap_ids[i];
+        tap_step<P, F, L>(acc, x, taps[t], w + (t - t0) * L * F * kB);
+      }
+      write_back<P, F>(acc, job, ob0, qs, last);
+      return;
+    }
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t o = taps[t];
       for (int64_t i = 0; i < next_lines_per_tap; ++i) __builtin_prefetch(next_w + i * 64, 0, 2);
@@ -182,10 +202,10 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
       w += L * F * kB;
     }
   }
-  write_back<P, F>(acc, job, ob0, q, last);
+  write_back<P, F>(acc, job, ob0, qs, last);
 }
 
-using TileFn = void (*)(const ConvJob&, const float* const*, const float*, int64_t, int64_t, int64_t, int64_t, bool,
+using TileFn = void (*)(const ConvJob&, const float* const*, const float*, int64_t, int64_t, int64_t, const int64_t*, bool,
                         bool, const char*, int64_t);
 
 template <int L, int P, int... Fs>
@@ -214,30 +234,57 @@ ONYX_NCHWC_TARGET void conv(const ConvJob& job, int64_t ob0, int64_t nob, int64_
   const float* w = job.w + ob0 * job.tap_count * lanes * kB + t0 * lanes * nob * kB;
   const bool blocked = lanes == kB, wide = nob <= kWideF;
   const int64_t max_p = wide ? kWideP : kMaxP;
-  int64_t oh = q0 / job.out_w, ow = q0 % job.out_w;
+  const int64_t out_w = job.out_w;
+  int64_t oh = q0 / out_w, ow = q0 % out_w;
   const float* xs[kWideP > kMaxP ? kWideP : kMaxP];
+  int64_t qs[kWideP > kMaxP ? kWideP : kMaxP];
   // Weights are used in the order they are stored: while this chunk's tiles
   // run, the next chunk's weights (as many bytes) are fetched into L2, a few
   // lines per tap, so the next chunk does not wait on memory.
   const int64_t chunk_floats = (t1 - t0) * lanes * nob * kB;
   const char* next = reinterpret_cast<const char*>(w + chunk_floats);
-  const int64_t tiles = (q1 - q0 + max_p - 1) / max_p;
+  // The call's pixels: q0, q0 + step, ... below q1 (step 1: along rows;
+  // out_w: down a column), or with job.interior_only those of [q0, q1) in
+  // the interior rectangle.
+  const int64_t step = job.pixel_stride;
+  const bool interior = job.interior_only;
+  auto inside = [&](int64_t r, int64_t c) {
+    return r >= job.row_lo && r < job.row_hi && c >= job.col_lo && c < job.col_hi;
+  };
+  int64_t count = 0;
+  if (interior) {
+    for (int64_t r = q0 / out_w; r <= (q1 - 1) / out_w; ++r) {
+      if (r < job.row_lo || r >= job.row_hi) continue;
+      const int64_t a = std::max(q0, r * out_w + job.col_lo), b = std::min(q1, r * out_w + job.col_hi);
+      count += std::max<int64_t>(0, b - a);
+    }
+    if (count == 0) return;
+    while (!inside(oh, ow)) {
+      if (++ow == out_w) ow = 0, ++oh;
+    }
+  } else {
+    count = (q1 - q0 + step - 1) / step;
+  }
+  const int64_t tiles = (count + max_p - 1) / max_p;
   const bool has_next = job.prefetch_weights && w + chunk_floats < job.w + job.weight_count;
   const int64_t lines_per_tile = has_next ? (chunk_floats / 16 + tiles - 1) / tiles : 0;
   const int64_t lines_per_tap = (lines_per_tile + (t1 - t0) - 1) / (t1 - t0);
   // Equal tiles (sizes differing by at most one): a one-pixel tile reads as
   // many weights as a full one for a fraction of the FMAs, and its few
   // accumulators leave the FMA latency exposed.
-  const int64_t small = (q1 - q0) / tiles, large_count = (q1 - q0) % tiles;
-  int64_t tile = 0;
-  for (int64_t q = q0; q < q1; q += small + (tile++ < large_count ? 1 : 0)) {
+  const int64_t small = count / tiles, large_count = count % tiles;
+  for (int64_t tile = 0; tile < tiles; ++tile) {
     const int64_t n = small + (tile < large_count ? 1 : 0);
     for (int64_t i = 0; i < n; ++i) {
       xs[i] = job.x + oh * job.x_row_step + ow * job.x_pixel_step;
-      if (++ow == job.out_w) {
-        ow = 0;
+      qs[i] = oh * out_w + ow;
+      if (step != 1) {
         ++oh;
+        continue;
       }
+      do {
+        if (++ow == out_w) ow = 0, ++oh;
+      } while (interior && oh < job.row_hi && !inside(oh, ow));
     }
     TileFn fn;
     if (wide) {
@@ -245,7 +292,7 @@ ONYX_NCHWC_TARGET void conv(const ConvJob& job, int64_t ob0, int64_t nob, int64_
     } else {
       fn = blocked ? kBlockedTiles.fn[n - 1][nob - 1] : kNchwTiles.fn[n - 1][nob - 1];
     }
-    fn(job, xs, w, t0, t1, ob0, q, first, last, next, lines_per_tap);
+    fn(job, xs, w, t0, t1, ob0, qs, first, last, next, lines_per_tap);
     next += lines_per_tap * (t1 - t0) * 64;
   }
 }
@@ -282,7 +329,7 @@ ONYX_NCHWC_INLINE void depthwise_span(const ConvJob& j, const float* x, const fl
       for (int n = 0; n < N; ++n) acc[n][0] = Isa::fma(Isa::load(p + n * step), wv, acc[n][0]);
     }
   }
-  write_back<N, 1>(acc, j, ob, oh * j.out_w + ow0, true);
+  write_back<N, 1>(acc, j, ob, Pixels<N>(oh * j.out_w + ow0).q, true);
 }
 
 // depthwise_span for the common windows: KW taps per row, no dilation along
@@ -309,7 +356,7 @@ ONYX_NCHWC_INLINE void depthwise_span_fixed(const ConvJob& j, const float* x, co
       for (int n = 0; n < N; ++n) acc[n][0] = Isa::fma(Isa::load(p + (n * S + kw) * kB), wv, acc[n][0]);
     }
   }
-  write_back<N, 1>(acc, j, ob, oh * j.out_w + ow0, true);
+  write_back<N, 1>(acc, j, ob, Pixels<N>(oh * j.out_w + ow0).q, true);
 }
 
 // One span of N interior pixels: the fixed-window form, or with S == 0 the
@@ -371,8 +418,8 @@ ONYX_NCHWC_INLINE void depthwise_pair3x3(const ConvJob& j, const float* x, const
       }
     }
   }
-  write_back<N, 1>(top, j, ob, oh * j.out_w + ow0, true);
-  write_back<N, 1>(bottom, j, ob, (oh + 1) * j.out_w + ow0, true);
+  write_back<N, 1>(top, j, ob, Pixels<N>(oh * j.out_w + ow0).q, true);
+  write_back<N, 1>(bottom, j, ob, Pixels<N>((oh + 1) * j.out_w + ow0).q, true);
 }
 
 // Row oh's pixels in [ow_begin, ow_end) outside [in_lo, in_hi), whose
