@@ -48,20 +48,21 @@ ONYX_NCHWC_INLINE V activate(V v, V alpha, V beta) {
   }
 }
 
-// N consecutive output pixels from q, as the write-back takes them.
-template <int N>
-struct Pixels {
-  ONYX_NCHWC_INLINE explicit Pixels(int64_t first) {
-#pragma GCC unroll 12
-    for (int n = 0; n < N; ++n) q[n] = first + n;
+// Output pixel p of a tile: q + p, or qs[p] when the tile's pixels are not
+// consecutive (kScattered; see conv()).
+template <bool kScattered>
+ONYX_NCHWC_INLINE int64_t pixel_at(int64_t q, const int64_t* qs, int p) {
+  if constexpr (kScattered) {
+    return qs[p];
+  } else {
+    return q + p;
   }
-  int64_t q[N];
-};
+}
 
-// Finishes the P x F tile at pixel q of blocks ob0..: bias, sum and the
-// activation kKind, then stores it.
-template <int P, int F, int kKind>
-ONYX_NCHWC_INLINE void finish_tile(V (&acc)[P][F], const ConvJob& job, int64_t ob0, const int64_t* qs) {
+// Finishes the P x F tile at pixels q.. (or qs) of blocks ob0..: bias, sum
+// and the activation kKind, then stores it.
+template <int P, int F, int kKind, bool kScattered>
+ONYX_NCHWC_INLINE void finish_tile(V (&acc)[P][F], const ConvJob& job, int64_t ob0, int64_t q, const int64_t* qs) {
   const V alpha = Isa::set1(job.activation.alpha), beta = Isa::set1(job.activation.beta);
   const float* bias = job.bias;
   const float* sum = job.sum;
@@ -75,40 +76,54 @@ ONYX_NCHWC_INLINE void finish_tile(V (&acc)[P][F], const ConvJob& job, int64_t o
       const float* s = sum + (ob0 + f) * stride;
 #pragma GCC unroll 12
       for (int p = 0; p < P; ++p) {
-        Isa::store(y + qs[p] * kB,
-                   activate<kKind>(Isa::add(Isa::add(acc[p][f], b), Isa::load(s + qs[p] * kB)), alpha, beta));
+        const int64_t at = pixel_at<kScattered>(q, qs, p) * kB;
+        Isa::store(y + at, activate<kKind>(Isa::add(Isa::add(acc[p][f], b), Isa::load(s + at)), alpha, beta));
       }
     } else {
 #pragma GCC unroll 12
-      for (int p = 0; p < P; ++p) Isa::store(y + qs[p] * kB, activate<kKind>(Isa::add(acc[p][f], b), alpha, beta));
+      for (int p = 0; p < P; ++p) {
+        Isa::store(y + pixel_at<kScattered>(q, qs, p) * kB, activate<kKind>(Isa::add(acc[p][f], b), alpha, beta));
+      }
     }
   }
 }
 
-// Stores the P x F tile at pixel q of blocks ob0.. ; `last` finishes it
-// (the activation chosen once per tile, not per vector).
-template <int P, int F>
-ONYX_NCHWC_INLINE void write_back(V (&acc)[P][F], const ConvJob& job, int64_t ob0, const int64_t* qs, bool last) {
+template <int P, int F, bool kScattered>
+ONYX_NCHWC_INLINE void write_back_at(V (&acc)[P][F], const ConvJob& job, int64_t ob0, int64_t q, const int64_t* qs,
+                                     bool last) {
   if (!last) {
 #pragma GCC unroll 4
     for (int f = 0; f < F; ++f) {
       float* y = job.y + (ob0 + f) * job.y_block_stride;
 #pragma GCC unroll 12
-      for (int p = 0; p < P; ++p) Isa::store(y + qs[p] * kB, acc[p][f]);
+      for (int p = 0; p < P; ++p) Isa::store(y + pixel_at<kScattered>(q, qs, p) * kB, acc[p][f]);
     }
     return;
   }
   switch (job.activation.kind) {
     case Activation::kRelu:
-      return finish_tile<P, F, Activation::kRelu>(acc, job, ob0, qs);
+      return finish_tile<P, F, Activation::kRelu, kScattered>(acc, job, ob0, q, qs);
     case Activation::kLeakyRelu:
-      return finish_tile<P, F, Activation::kLeakyRelu>(acc, job, ob0, qs);
+      return finish_tile<P, F, Activation::kLeakyRelu, kScattered>(acc, job, ob0, q, qs);
     case Activation::kClip:
-      return finish_tile<P, F, Activation::kClip>(acc, job, ob0, qs);
+      return finish_tile<P, F, Activation::kClip, kScattered>(acc, job, ob0, q, qs);
     case Activation::kHardSigmoid:
-      return finish_tile<P, F, Activation::kHardSigmoid>(acc, job, ob0, qs);
+      return finish_tile<P, F, Activation::kHardSigmoid, kScattered>(acc, job, ob0, q, qs);
     default:
-      return finish_tile<P, F, Activation::kNone>(acc, job, ob0, qs);
+      return finish_tile<P, F, Activation::kNone, kScattered>(acc, job, ob0, q, qs);
+  }
+}
+
+// Stores the P x F tile at pixels q.. (qs null) or qs[0..P) of blocks
+// ob0.. ; `last` finishes it (the activation chosen once per tile, not per
+// vector).
+template <int P, int F>
+ONYX_NCHWC_INLINE void write_back(V (&acc)[P][F], const ConvJob& job, int64_t ob0, int64_t q, const int64_t* qs,
+                                  bool last) {
+  if (qs != nullptr) {
+    write_back_at<P, F, true>(acc, job, ob0, q, qs, last);
+  } else {
+    write_back_at<P, F, false>(acc, job, ob0, q, qs, last);
   }
 }
 
@@ -129,7 +144,7 @@ ONYX_NCHWC_INLINE void tap_step(V (&acc)[P][F], const float* const (&x)[P], int6
 // tile; xs[p] is pixel p's input origin.
 template <int P, int F, int L>
 ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, const float* w, int64_t t0, int64_t t1,
-                                 int64_t ob0, const int64_t* qs, bool first, bool last, const char* next_w,
+                                 int64_t ob0, int64_t q, const int64_t* qs, bool first, bool last, const char* next_w,
                                  int64_t next_lines_per_tap) {
   V acc[P][F];
   if (first) {
@@ -141,7 +156,9 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
 #pragma GCC unroll 12
     for (int p = 0; p < P; ++p)
 #pragma GCC unroll 4
-      for (int f = 0; f < F; ++f) acc[p][f] = Isa::load(job.y + (ob0 + f) * job.y_block_stride + qs[p] * kB);
+      for (int f = 0; f < F; ++f) {
+        acc[p][f] = Isa::load(job.y + (ob0 + f) * job.y_block_stride + (qs != nullptr ? qs[p] : q + p) * kB);
+      }
   }
   if (first) {
     // The output lines are written in the write-back, and the residual read
@@ -152,8 +169,9 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
       float* y = job.y + (ob0 + f) * job.y_block_stride;
 #pragma GCC unroll 12
       for (int p = 0; p < P; ++p) {
-        __builtin_prefetch(y + qs[p] * kB, 1, 3);
-        if (last && s != nullptr) __builtin_prefetch(s + qs[p] * kB, 0, 3);
+        const int64_t at = (qs != nullptr ? qs[p] : q + p) * kB;
+        __builtin_prefetch(y + at, 1, 3);
+        if (last && s != nullptr) __builtin_prefetch(s + at, 0, 3);
       }
     }
   }
@@ -172,7 +190,7 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
         const int64_t t = job.tap_ids[i];
         tap_step<P, F, L>(acc, x, taps[t], w + (t - t0) * L * F * kB);
       }
-      write_back<P, F>(acc, job, ob0, qs, last);
+      write_back<P, F>(acc, job, ob0, q, qs, last);
       return;
     }
     for (int64_t t = t0; t < t1; ++t) {
@@ -202,10 +220,11 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
       w += L * F * kB;
     }
   }
-  write_back<P, F>(acc, job, ob0, qs, last);
+  write_back<P, F>(acc, job, ob0, q, qs, last);
 }
 
-using TileFn = void (*)(const ConvJob&, const float* const*, const float*, int64_t, int64_t, int64_t, const int64_t*, bool,
+using TileFn = void (*)(const ConvJob&, const float* const*, const float*, int64_t, int64_t, int64_t, int64_t,
+                        const int64_t*, bool,
                         bool, const char*, int64_t);
 
 template <int L, int P, int... Fs>
@@ -273,10 +292,16 @@ ONYX_NCHWC_TARGET void conv(const ConvJob& job, int64_t ob0, int64_t nob, int64_
   // many weights as a full one for a fraction of the FMAs, and its few
   // accumulators leave the FMA latency exposed.
   const int64_t small = count / tiles, large_count = count % tiles;
+  const bool plain = !interior && step == 1;  // consecutive pixels from q0
   for (int64_t tile = 0; tile < tiles; ++tile) {
     const int64_t n = small + (tile < large_count ? 1 : 0);
+    const int64_t q = oh * out_w + ow;
     for (int64_t i = 0; i < n; ++i) {
       xs[i] = job.x + oh * job.x_row_step + ow * job.x_pixel_step;
+      if (plain) {
+        if (++ow == out_w) ow = 0, ++oh;
+        continue;
+      }
       qs[i] = oh * out_w + ow;
       if (step != 1) {
         ++oh;
@@ -286,13 +311,15 @@ ONYX_NCHWC_TARGET void conv(const ConvJob& job, int64_t ob0, int64_t nob, int64_
         if (++ow == out_w) ow = 0, ++oh;
       } while (interior && oh < job.row_hi && !inside(oh, ow));
     }
+    // Tiles of consecutive pixels store at q + p; the others through qs.
+    const int64_t* scattered = plain || qs[n - 1] - qs[0] == n - 1 ? nullptr : qs;
     TileFn fn;
     if (wide) {
       fn = blocked ? kBlockedWideTiles.fn[n - 1][nob - 1] : kNchwWideTiles.fn[n - 1][nob - 1];
     } else {
       fn = blocked ? kBlockedTiles.fn[n - 1][nob - 1] : kNchwTiles.fn[n - 1][nob - 1];
     }
-    fn(job, xs, w, t0, t1, ob0, qs, first, last, next, lines_per_tap);
+    fn(job, xs, w, t0, t1, ob0, q, scattered, first, last, next, lines_per_tap);
     next += lines_per_tap * (t1 - t0) * 64;
   }
 }
@@ -329,7 +356,7 @@ ONYX_NCHWC_INLINE void depthwise_span(const ConvJob& j, const float* x, const fl
       for (int n = 0; n < N; ++n) acc[n][0] = Isa::fma(Isa::load(p + n * step), wv, acc[n][0]);
     }
   }
-  write_back<N, 1>(acc, j, ob, Pixels<N>(oh * j.out_w + ow0).q, true);
+  write_back<N, 1>(acc, j, ob, oh * j.out_w + ow0, nullptr, true);
 }
 
 // depthwise_span for the common windows: KW taps per row, no dilation along
@@ -356,7 +383,7 @@ ONYX_NCHWC_INLINE void depthwise_span_fixed(const ConvJob& j, const float* x, co
       for (int n = 0; n < N; ++n) acc[n][0] = Isa::fma(Isa::load(p + (n * S + kw) * kB), wv, acc[n][0]);
     }
   }
-  write_back<N, 1>(acc, j, ob, Pixels<N>(oh * j.out_w + ow0).q, true);
+  write_back<N, 1>(acc, j, ob, oh * j.out_w + ow0, nullptr, true);
 }
 
 // One span of N interior pixels: the fixed-window form, or with S == 0 the
@@ -418,8 +445,8 @@ ONYX_NCHWC_INLINE void depthwise_pair3x3(const ConvJob& j, const float* x, const
       }
     }
   }
-  write_back<N, 1>(top, j, ob, Pixels<N>(oh * j.out_w + ow0).q, true);
-  write_back<N, 1>(bottom, j, ob, Pixels<N>((oh + 1) * j.out_w + ow0).q, true);
+  write_back<N, 1>(top, j, ob, oh * j.out_w + ow0, nullptr, true);
+  write_back<N, 1>(bottom, j, ob, (oh + 1) * j.out_w + ow0, nullptr, true);
 }
 
 // Row oh's pixels in [ow_begin, ow_end) outside [in_lo, in_hi), whose
