@@ -55,13 +55,11 @@ class NodeContext final : public KernelContext {
     const Value& v = frame_.slots[static_cast<size_t>(slot)];
     if (!v.is_tensor()) return nullptr;
     const Tensor& t = v.tensor();
-    size_t bytes = 0;
     if (dtype == DataType::kString || t.dtype() != dtype || !t.owns_buffer_alone() ||
-        t.device() != allocator()->device()) {
+        t.device() != allocator()->device() ||
+        static_cast<size_t>(shape_size(shape)) * dtype_size(dtype) != t.bytes()) {
       return nullptr;
     }
-    bytes = static_cast<size_t>(shape_size(shape)) * dtype_size(dtype);
-    if (bytes != t.bytes()) return nullptr;
     Value& out = output_slot(output);
     out = Value(t.reshaped(shape));
     return &out.tensor();

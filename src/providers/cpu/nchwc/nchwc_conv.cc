@@ -100,7 +100,8 @@ class EdgeWindows {
     }
   }
 
-  // The interior rectangle: rows and columns whose windows lie inside.
+  // The interior rectangle (rows and columns whose windows lie inside) for
+  // the kernel's interior_only calls.
   void set_interior(nchwc::ConvJob& job) const {
     job.row_lo = row_lo_, job.row_hi = row_hi_, job.col_lo = col_lo_, job.col_hi = col_hi_;
   }
@@ -337,6 +338,7 @@ class NchwcConvKernel final : public Kernel {
     base.in_h = in_h, base.in_w = in_w, base.pad_top = pt, base.pad_left = pl;
     base.kernel_h = kh, base.kernel_w = kw, base.stride_h = sh, base.stride_w = sw;
     base.dilation_h = dh, base.dilation_w = dw;
+    if (edges) edges->set_interior(base);
     float* y_data = y.data<float>();
     const int64_t x_image = planes * plane, y_image = out_c * out_hw;
     auto job_for = [&](int64_t n) {
@@ -442,7 +444,6 @@ class NchwcConvKernel final : public Kernel {
                               if (step == 0) {
                                 ConvJob inner = job;
                                 inner.interior_only = true;
-                                edges->set_interior(inner);
                                 k->conv(inner, ob0, nob, a, b, c0, c1, c0 == 0, c1 == tap_count);
                                 return;
                               }
