@@ -28,15 +28,9 @@ Planned plan_model(ModelBuilder& b) {
 }
 
 std::vector<Value> run(const session::GraphPlan& plan, const std::vector<Value>& inputs) {
-  std::vector<const Value*> bound;
-  for (const Value& v : inputs) bound.push_back(&v);
-  RunOptions options;
-  session::RunState state;
-  state.options = &options;
-  std::vector<Value> outputs;
-  const Status s = session::run_plan(plan, nullptr, bound, state, outputs);
-  EXPECT_TRUE(s.is_ok()) << s.message();
-  return outputs;
+  auto outputs = run_graph_plan(plan, inputs);
+  EXPECT_TRUE(outputs.is_ok()) << outputs.status().message();
+  return outputs.is_ok() ? std::move(outputs).value() : std::vector<Value>{};
 }
 
 // Ops of the steps whose outputs are placed, in plan order.

@@ -34,19 +34,24 @@ inline Result<std::unique_ptr<graph::Graph>> load_graph(const model::ModelProto&
   return g;
 }
 
-// Runs `graph` with `inputs` bound to its graph inputs in order.
-inline Result<std::vector<Value>> run_graph(const graph::Graph& graph, const std::vector<Value>& inputs) {
-  std::unique_ptr<ExecutionProvider> cpu = make_cpu_provider();
-  std::vector<const ExecutionProvider*> providers = {cpu.get()};
-  ONYX_ASSIGN_OR_RETURN(std::unique_ptr<session::GraphPlan> plan, session::make_plan(graph, providers));
+// Runs `plan` with `inputs` bound to its graph inputs in order.
+inline Result<std::vector<Value>> run_graph_plan(const session::GraphPlan& plan, const std::vector<Value>& inputs) {
   std::vector<const Value*> bound;
   for (const Value& v : inputs) bound.push_back(&v);
   RunOptions options;
   session::RunState state;
   state.options = &options;
   std::vector<Value> outputs;
-  ONYX_RETURN_IF_ERROR(session::run_plan(*plan, nullptr, bound, state, outputs));
+  ONYX_RETURN_IF_ERROR(session::run_plan(plan, nullptr, bound, state, outputs));
   return outputs;
+}
+
+// Runs `graph` with `inputs` bound to its graph inputs in order.
+inline Result<std::vector<Value>> run_graph(const graph::Graph& graph, const std::vector<Value>& inputs) {
+  std::unique_ptr<ExecutionProvider> cpu = make_cpu_provider();
+  std::vector<const ExecutionProvider*> providers = {cpu.get()};
+  ONYX_ASSIGN_OR_RETURN(std::unique_ptr<session::GraphPlan> plan, session::make_plan(graph, providers));
+  return run_graph_plan(*plan, inputs);
 }
 
 inline Tensor random_tensor(Shape shape, uint32_t seed, float lo = -2.0f, float hi = 2.0f) {
