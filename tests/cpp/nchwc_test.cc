@@ -318,6 +318,33 @@ TEST(Nchwc, ConvNchwInputAndDepthwise) {
   }
 }
 
+// 3x3 depthwise at stride 1 and 2, two rows at a time (AVX-512): rows split
+// into spans of 1 to 8 pixels; the border pixels inside the first and last
+// span (one column of padding) or on their own (wider or no padding); odd
+// heights and ranges that start mid-row (3 threads) leaving single rows.
+TEST(Nchwc, DepthwiseRowPairs) {
+  SKIP_WITHOUT_NCHWC();
+  const int64_t b = cpu::nchwc_block_size();
+  std::vector<ConvCase> cases;
+  for (int64_t stride : {1, 2}) {
+    for (int64_t w : {2, 3, 4, 7, 9, 14, 17, 23, 28, 57}) {
+      cases.push_back(ConvCase::make(1, b, 7, w, b, 3, 3).strides(stride, stride).pads(1, 1, 1, 1).depthwise_conv());
+    }
+    cases.push_back(ConvCase::make(1, 2 * b, 9, 16, 2 * b, 3, 3)
+                        .strides(stride, stride)
+                        .pads(1, 0, 1, 0)
+                        .depthwise_conv()
+                        .with_activation("Relu"));
+    cases.push_back(
+        ConvCase::make(1, b, 8, 13, b, 3, 3).strides(stride, stride).pads(0, 1, 2, 0).depthwise_conv().with_sum());
+    cases.push_back(ConvCase::make(2, b, 11, 12, b, 3, 3).strides(stride, stride).pads(1, 2, 1, 2).depthwise_conv());
+    cases.push_back(ConvCase::make(1, b, 10, 10, b, 3, 3).strides(stride, stride).pads(1, 0, 1, 1).depthwise_conv());
+  }
+  for (int threads : {1, 3}) {
+    for (const auto& p : cases) check_conv(p, threads);
+  }
+}
+
 // W and B as initializers of a saved model (packed once at session creation),
 // a model that does not import com.microsoft.nchwc, two threads.
 TEST(Nchwc, ConvWithConstantWeightsInASession) {

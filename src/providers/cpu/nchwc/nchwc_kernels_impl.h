@@ -417,36 +417,96 @@ ONYX_NCHWC_INLINE void depthwise_interior(const ConvJob& j, const float* x, cons
   if (ow < hi) depthwise_span_of<S, KW, 1>(j, x, w, ob, oh, ow, kh0, kh1);
 }
 
-// Output rows oh and oh + 1 of a 3x3, stride 1, undilated depthwise window,
-// pixels [ow0, ow0 + N), both rows' windows inside the input: the two rows
-// share three of their four input rows, and each input vector is loaded once
-// for the (up to) six taps that read it, with the nine weights in registers.
-// Every accumulator sums its taps in the same order as depthwise_span.
-template <int N>
+// Output rows oh and oh + 1 of a 3x3 undilated depthwise window at stride S
+// (1 or 2), pixels [ow0, ow0 + N), both rows' windows inside the input's
+// height: the two rows share 3 - S of their S + 3 input rows, each input
+// vector is loaded once for the taps that read it, and the nine weights stay
+// in registers (9 + 2 x 8 accumulators: 32 vector registers). kSkipLeft: the
+// first pixel's window starts one column left of the input, kSkipRight: the
+// last pixel's ends one column right of it; their taps there are dropped, so
+// the border pixels of a padded row run with the others. Every accumulator
+// sums its taps in the same order as depthwise_span.
+template <int S, int N, bool kSkipLeft, bool kSkipRight>
 ONYX_NCHWC_INLINE void depthwise_pair3x3(const ConvJob& j, const float* x, const V (&wv)[9], int64_t ob, int64_t oh,
                                          int64_t ow0) {
-  const float* base = x + oh * j.x_row_step + ow0 * kB - (j.pad_top * j.in_w + j.pad_left) * kB;
+  constexpr int kRows = S + 3;
+  constexpr int kCols = S * (N - 1) + 3;
+  const float* base = x + oh * j.x_row_step + ow0 * S * kB - (j.pad_top * j.in_w + j.pad_left) * kB;
   const int64_t row = j.in_w * kB;
   V top[N][1], bottom[N][1];
 #pragma GCC unroll 8
   for (int n = 0; n < N; ++n) top[n][0] = bottom[n][0] = Isa::zero();
-#pragma GCC unroll 4
-  for (int r = 0; r < 4; ++r) {
+#pragma GCC unroll 5
+  for (int r = 0; r < kRows; ++r) {
     const float* p = base + r * row;
-#pragma GCC unroll 10
-    for (int m = 0; m < N + 2; ++m) {
+#pragma GCC unroll 17
+    for (int m = kSkipLeft ? 1 : 0; m < (kSkipRight ? kCols - 1 : kCols); ++m) {
       const V v = Isa::load(p + m * kB);
 #pragma GCC unroll 3
       for (int kw = 0; kw < 3; ++kw) {
-        const int n = m - kw;
-        if (n < 0 || n >= N) continue;
+        // Pixel n reads column S * n + kw.
+        if (m < kw || (m - kw) % S != 0 || (m - kw) / S >= N) continue;
+        const int n = (m - kw) / S;
         if (r < 3) top[n][0] = Isa::fma(v, wv[r * 3 + kw], top[n][0]);
-        if (r > 0) bottom[n][0] = Isa::fma(v, wv[(r - 1) * 3 + kw], bottom[n][0]);
+        if (r >= S) bottom[n][0] = Isa::fma(v, wv[(r - S) * 3 + kw], bottom[n][0]);
       }
     }
   }
   write_back<N, 1>(top, j, ob, oh * j.out_w + ow0, nullptr, true);
   write_back<N, 1>(bottom, j, ob, (oh + 1) * j.out_w + ow0, nullptr, true);
+}
+
+// depthwise_pair3x3 over n (1 to 8) pixels: one span, so a short one keeps n
+// independent accumulator chains per row.
+template <int S, bool kSkipLeft, bool kSkipRight>
+ONYX_NCHWC_INLINE void depthwise_pair3x3_n(const ConvJob& j, const float* x, const V (&wv)[9], int64_t ob,
+                                           int64_t oh, int64_t ow0, int64_t n) {
+  switch (n) {
+    case 1:
+      return depthwise_pair3x3<S, 1, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
+    case 2:
+      return depthwise_pair3x3<S, 2, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
+    case 3:
+      return depthwise_pair3x3<S, 3, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
+    case 4:
+      return depthwise_pair3x3<S, 4, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
+    case 5:
+      return depthwise_pair3x3<S, 5, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
+    case 6:
+      return depthwise_pair3x3<S, 6, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
+    case 7:
+      return depthwise_pair3x3<S, 7, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
+    default:
+      return depthwise_pair3x3<S, 8, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
+  }
+}
+
+// Rows oh and oh + 1, columns [begin, end) in spans of at most 8 pixels, as
+// equal as can be (a row of 28 is four spans of 7, not three of 8 and a
+// latency-bound 4); the first span takes the left border pixel (skip_left),
+// the last the right one (skip_right).
+template <int S>
+ONYX_NCHWC_INLINE void depthwise_pair_row(const ConvJob& j, const float* x, const float* w, int64_t ob, int64_t oh,
+                                          int64_t begin, int64_t end, bool skip_left, bool skip_right) {
+  V wv[9];
+#pragma GCC unroll 9
+  for (int t = 0; t < 9; ++t) wv[t] = Isa::load(w + t * kB);
+  const int64_t width = end - begin, spans = (width + 7) / 8;
+  for (int64_t s = 0; s < spans; ++s) {
+    const int64_t ow = begin + width * s / spans, n = begin + width * (s + 1) / spans - ow;
+    const bool left = skip_left && s == 0, right = skip_right && s == spans - 1;
+    if (n == 8 && !left && !right) {
+      depthwise_pair3x3<S, 8, false, false>(j, x, wv, ob, oh, ow);
+    } else if (left && right) {
+      depthwise_pair3x3_n<S, true, true>(j, x, wv, ob, oh, ow, n);
+    } else if (left) {
+      depthwise_pair3x3_n<S, true, false>(j, x, wv, ob, oh, ow, n);
+    } else if (right) {
+      depthwise_pair3x3_n<S, false, true>(j, x, wv, ob, oh, ow, n);
+    } else {
+      depthwise_pair3x3_n<S, false, false>(j, x, wv, ob, oh, ow, n);
+    }
+  }
 }
 
 // Row oh's pixels in [ow_begin, ow_end) outside [in_lo, in_hi), whose
@@ -476,27 +536,11 @@ ONYX_NCHWC_INLINE void depthwise_borders(const ConvJob& j, const float* x, const
   }
 }
 
-// Rows oh and oh + 1, columns [ow, hi), windows inside the input.
-ONYX_NCHWC_INLINE void depthwise_pair_interior(const ConvJob& j, const float* x, const float* w, int64_t ob,
-                                               int64_t oh, int64_t ow, int64_t hi) {
-  V wv[9];
-#pragma GCC unroll 9
-  for (int t = 0; t < 9; ++t) wv[t] = Isa::load(w + t * kB);
-  for (; ow + 8 <= hi; ow += 8) depthwise_pair3x3<8>(j, x, wv, ob, oh, ow);
-  if (ow + 4 <= hi) {
-    depthwise_pair3x3<4>(j, x, wv, ob, oh, ow);
-    ow += 4;
-  }
-  if (ow + 2 <= hi) {
-    depthwise_pair3x3<2>(j, x, wv, ob, oh, ow);
-    ow += 2;
-  }
-  if (ow < hi) depthwise_pair3x3<1>(j, x, wv, ob, oh, ow);
-}
-
 // Output block ob for pixels [q0, q1): in each row, the pixels whose windows
 // lie inside the input's width in groups of up to kDepthwiseP, the border
-// pixels one at a time over their clipped windows.
+// pixels one at a time over their clipped windows; 3x3 windows at stride 1
+// or 2 two rows at a time where both rows' windows are inside the input's
+// height.
 ONYX_NCHWC_TARGET void depthwise(const ConvJob& j, int64_t ob, int64_t q0, int64_t q1) {
   const float* w = j.w + ob * j.tap_count * kB;
   const float* x = j.x + ob * j.x_block_stride;
@@ -506,10 +550,15 @@ ONYX_NCHWC_TARGET void depthwise(const ConvJob& j, int64_t ob, int64_t q0, int64
   hi = std::min(hi, j.out_w);
   lo = std::min(lo, hi);
   const bool fixed3 = j.kernel_w == 3 && j.dilation_w == 1 && (j.stride_w == 1 || j.stride_w == 2);
-  // Two rows at once: 3x3, stride 1, no dilation, with 32 vector registers
-  // (the 9 weights and 2 x 8 accumulators stay in registers).
-  const bool pairs = kB == 16 && fixed3 && j.stride_w == 1 && j.kernel_h == 3 && j.stride_h == 1 &&
-                     j.dilation_h == 1;
+  // Two rows at once needs 32 vector registers (AVX-512).
+  const bool pairs = kB == 16 && fixed3 && j.kernel_h == 3 && j.stride_h == j.stride_w && j.dilation_h == 1;
+  // The pair spans take a border pixel whose window leaves the input's width
+  // by one column: pixel 0 with one column of left padding, pixel hi if its
+  // window ends one column past the input.
+  const bool skip_left = j.pad_left == 1 && lo == 1;
+  const int64_t hi_start = hi * j.stride_w - j.pad_left;  // pixel hi's window: columns hi_start .. hi_start + 2
+  const bool skip_right = hi < j.out_w && hi_start >= 0 && hi_start + 2 == j.in_w;
+  const int64_t pair_begin = skip_left ? 0 : lo, pair_end = skip_right ? hi + 1 : hi;
   for (int64_t q = q0; q < q1;) {
     const int64_t oh = q / j.out_w, ow_begin = q % j.out_w, ow_end = std::min(j.out_w, ow_begin + (q1 - q));
     int64_t kh0, kh1;
@@ -518,9 +567,13 @@ ONYX_NCHWC_TARGET void depthwise(const ConvJob& j, int64_t ob, int64_t q0, int64
     if (pairs && ow_begin == 0 && q + 2 * j.out_w <= q1 && kh0 == 0 && kh1 == 3 &&
         (oh + 1) * j.stride_h - j.pad_top + 3 <= j.in_h) {
       // Rows oh and oh + 1 whole and inside the input's height.
-      depthwise_borders(j, x, w, ob, oh, 0, j.out_w, in_lo, in_hi, 0, 3);
-      depthwise_borders(j, x, w, ob, oh + 1, 0, j.out_w, in_lo, in_hi, 0, 3);
-      depthwise_pair_interior(j, x, w, ob, oh, in_lo, in_hi);
+      depthwise_borders(j, x, w, ob, oh, 0, j.out_w, pair_begin, pair_end, 0, 3);
+      depthwise_borders(j, x, w, ob, oh + 1, 0, j.out_w, pair_begin, pair_end, 0, 3);
+      if (j.stride_w == 1) {
+        depthwise_pair_row<1>(j, x, w, ob, oh, pair_begin, pair_end, skip_left, skip_right);
+      } else {
+        depthwise_pair_row<2>(j, x, w, ob, oh, pair_begin, pair_end, skip_left, skip_right);
+      }
       q += 2 * j.out_w;
       continue;
     }
