@@ -39,17 +39,25 @@ constexpr int kPausesPerClockRead = 16;
 // the last chunk was claimed only sees next >= chunks and never touches `fn`,
 // which lives on the caller's stack.
 struct ThreadPool::Job {
+  static constexpr int64_t kInlineChunks = 16;
   const std::function<void(int64_t, int64_t)>* fn = nullptr;
   int64_t n = 0;
   int64_t per_chunk = 0;
   int64_t chunks = 0;
-  std::unique_ptr<std::atomic<bool>[]> taken;  // chunks entries
+  std::atomic<bool>* taken = nullptr;  // chunks entries: inline_taken, or heap_taken for many chunks
+  std::atomic<bool> inline_taken[kInlineChunks];
+  std::unique_ptr<std::atomic<bool>[]> heap_taken;
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
 
   void init(int64_t chunk_count) {
     chunks = chunk_count;
-    taken = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(chunk_count));
+    if (chunk_count > kInlineChunks) {
+      heap_taken = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(chunk_count));
+      taken = heap_taken.get();
+    } else {
+      taken = inline_taken;
+    }
     for (int64_t c = 0; c < chunk_count; ++c) taken[c].store(false, std::memory_order_relaxed);
   }
 
@@ -170,6 +178,7 @@ void ThreadPool::parallel_for(int64_t n, double cost_per_item, const std::functi
   job->per_chunk = (n + chunks - 1) / chunks;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    front_job_locked();  // drops the finished jobs at the front
     jobs_.push_back(job);
     queued_.store(static_cast<int>(jobs_.size()), std::memory_order_release);
     // Spinning workers see queued_; only sleeping ones need a wake-up call.
@@ -192,11 +201,10 @@ void ThreadPool::parallel_for(int64_t n, double cost_per_item, const std::functi
       break;
     }
   }
-  // Drop the job from the queue now rather than at a worker's next visit.
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = std::find(jobs_.begin(), jobs_.end(), job);
-  if (it != jobs_.end()) jobs_.erase(it);
-  queued_.store(static_cast<int>(jobs_.size()), std::memory_order_relaxed);
+  // The finished job stays queued until a worker's next look or the next
+  // post drops it (it has no chunk left, so nobody calls fn again): taking
+  // the lock here met the worker taking it on its way back from the same
+  // job, and the loser slept in the kernel.
 }
 
 void parallel_for_tasks(ThreadPool* pool, int64_t count, double cost_per_task, const std::function<void(int64_t)>& fn) {
@@ -213,7 +221,11 @@ void parallel_for_tasks(ThreadPool* pool, int64_t count, double cost_per_task, c
   struct alignas(64) Cursor {
     std::atomic<int64_t> next{0};
   };
-  auto cursor = std::make_unique<Cursor[]>(static_cast<size_t>(shares));
+  constexpr int64_t kInlineShares = 8;
+  Cursor inline_cursors[kInlineShares];
+  std::unique_ptr<Cursor[]> heap_cursors;
+  if (shares > kInlineShares) heap_cursors = std::make_unique<Cursor[]>(static_cast<size_t>(shares));
+  Cursor* cursor = shares > kInlineShares ? heap_cursors.get() : inline_cursors;
   for (int64_t s = 0; s < shares; ++s) cursor[s].next.store(s * count / shares, std::memory_order_relaxed);
   auto end = [&](int64_t s) { return (s + 1) * count / shares; };
   auto drain = [&](int64_t s) {
