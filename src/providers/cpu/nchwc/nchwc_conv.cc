@@ -357,18 +357,15 @@ class NchwcConvKernel final : public Kernel {
       }
     };
 
-    // Tasks: (image, group of output blocks, range of pixels in whole tiles).
+    // Tasks: (image, group of output blocks, range of pixels).
     // When all of W fits in L2, a task takes every group instead, for blocks
     // of pixels whose input stays in L1 while each group passes over it;
     // else each group's weights (in chunks of taps) stay in L2 while the
     // task sweeps its pixels.
     const ConvForm form = packed->form;
     const int64_t F = form == ConvForm::kDepthwise ? 1 : kernels_->max_filter_blocks;
-    // Depthwise tasks take whole output rows (the kernel computes two rows at
-    // once where it can), the others tiles of P pixels.
-    const int64_t P = form == ConvForm::kDepthwise ? out_w : kernels_->max_pixels;
+    const int64_t P = kernels_->max_pixels;
     const int64_t groups = (out_blocks + F - 1) / F;
-    const int64_t tiles = (out_hw + P - 1) / P;
     const int64_t weight_bytes = static_cast<int64_t>(packed->data.size() * sizeof(float));
     const bool all_groups = form != ConvForm::kDepthwise && groups > 1 && weight_bytes <= kAllGroupsWeightBytes;
     const int64_t task_groups = all_groups ? 1 : groups;
@@ -411,9 +408,13 @@ class NchwcConvKernel final : public Kernel {
     } else if (threads > 1) {
       ranges = (8 * threads + outer - 1) / outer;
     }
-    ranges = std::max<int64_t>(1, std::min(ranges, tiles));
-    int64_t tiles_per_range = (tiles + ranges - 1) / ranges;
-    if (form == ConvForm::kDepthwise && tiles_per_range % 2 == 1 && tiles_per_range < tiles) ++tiles_per_range;
+    // Ranges are made of whole units (depthwise: pairs of rows, which its
+    // kernel computes together; direct: rows; else tiles of P pixels) and
+    // differ by at most one unit, so no thread's share is a range longer
+    // than the others' and no task is empty.
+    const int64_t unit_pixels = form == ConvForm::kDepthwise ? 2 * out_w : direct ? out_w : P;
+    const int64_t units = (out_hw + unit_pixels - 1) / unit_pixels;
+    ranges = std::max<int64_t>(1, std::min(ranges, units));
     const int64_t task_count = outer * ranges;
     const double macs_per_task = static_cast<double>(out_hw) / static_cast<double>(ranges) *
                                  static_cast<double>(out_c / task_groups * tap_count * lanes);
@@ -426,7 +427,6 @@ class NchwcConvKernel final : public Kernel {
     const int64_t block_pixels =
         direct ? std::max<int64_t>(P, (32 * 1024) / input_bytes_per_pixel / out_w) * out_w
                : std::max<int64_t>(1, (32 * 1024) / input_bytes_per_pixel / P) * P;
-    const int64_t range_pixels = direct ? (out_h + ranges - 1) / ranges * out_w : tiles_per_range * P;
 
     const int64_t chunk_count = (tap_count + max_chunk_taps - 1) / max_chunk_taps;
     const int64_t chunk_taps = (tap_count + chunk_count - 1) / chunk_count;  // equal chunks
@@ -459,8 +459,7 @@ class NchwcConvKernel final : public Kernel {
     };
     parallel_for_tasks(pool, task_count, macs_per_task, [&](int64_t task) {
       const int64_t r = task % ranges, g = (task / ranges) % task_groups, n = task / ranges / task_groups;
-      const int64_t q0 = r * range_pixels, q1 = std::min(out_hw, (r + 1) * range_pixels);
-      if (q0 >= q1) return;
+      const int64_t q0 = r * units / ranges * unit_pixels, q1 = std::min(out_hw, (r + 1) * units / ranges * unit_pixels);
       const ConvJob job = job_for(n);
       if (form == ConvForm::kDepthwise) {
         k->depthwise(job, g, q0, q1);
