@@ -160,21 +160,6 @@ ONYX_NCHWC_TARGET void conv_tile(const ConvJob& job, const float* const* xs, con
         acc[p][f] = Isa::load(job.y + (ob0 + f) * job.y_block_stride + (qs != nullptr ? qs[p] : q + p) * kB);
       }
   }
-  if (first) {
-    // The output lines are written in the write-back, and the residual read
-    // there: fetch both while the tile computes.
-#pragma GCC unroll 4
-    for (int f = 0; f < F; ++f) {
-      const float* s = job.sum != nullptr ? job.sum + (ob0 + f) * job.y_block_stride : nullptr;
-      float* y = job.y + (ob0 + f) * job.y_block_stride;
-#pragma GCC unroll 12
-      for (int p = 0; p < P; ++p) {
-        const int64_t at = (qs != nullptr ? qs[p] : q + p) * kB;
-        __builtin_prefetch(y + at, 1, 3);
-        if (last && s != nullptr) __builtin_prefetch(s + at, 0, 3);
-      }
-    }
-  }
   const float* x[P];
 #pragma GCC unroll 12
   for (int p = 0; p < P; ++p) x[p] = xs[p];
