@@ -459,7 +459,8 @@ class NchwcConvKernel final : public Kernel {
     };
     parallel_for_tasks(pool, task_count, macs_per_task, [&](int64_t task) {
       const int64_t r = task % ranges, g = (task / ranges) % task_groups, n = task / ranges / task_groups;
-      const int64_t q0 = r * units / ranges * unit_pixels, q1 = std::min(out_hw, (r + 1) * units / ranges * unit_pixels);
+      const int64_t q0 = r * units / ranges * unit_pixels;
+      const int64_t q1 = std::min(out_hw, (r + 1) * units / ranges * unit_pixels);
       const ConvJob job = job_for(n);
       if (form == ConvForm::kDepthwise) {
         k->depthwise(job, g, q0, q1);

@@ -444,8 +444,8 @@ ONYX_NCHWC_INLINE void depthwise_pair3x3(const ConvJob& j, const float* x, const
 // depthwise_pair3x3 over n (1 to 8) pixels: one span, so a short one keeps n
 // independent accumulator chains per row.
 template <int S, bool kSkipLeft, bool kSkipRight>
-ONYX_NCHWC_INLINE void depthwise_pair3x3_n(const ConvJob& j, const float* x, const V (&wv)[9], int64_t ob,
-                                           int64_t oh, int64_t ow0, int64_t n) {
+ONYX_NCHWC_INLINE void depthwise_pair3x3_n(const ConvJob& j, const float* x, const V (&wv)[9], int64_t ob, int64_t oh,
+                                           int64_t ow0, int64_t n) {
   switch (n) {
     case 1:
       return depthwise_pair3x3<S, 1, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
