@@ -441,29 +441,15 @@ ONYX_NCHWC_INLINE void depthwise_pair3x3(const ConvJob& j, const float* x, const
   write_back<N, 1>(bottom, j, ob, (oh + 1) * j.out_w + ow0, nullptr, true);
 }
 
-// depthwise_pair3x3 over n (1 to 8) pixels: one span, so a short one keeps n
+// depthwise_pair3x3 over n (1 to N) pixels: one span, so a short one keeps n
 // independent accumulator chains per row.
-template <int S, bool kSkipLeft, bool kSkipRight>
+template <int S, bool kSkipLeft, bool kSkipRight, int N = 8>
 ONYX_NCHWC_INLINE void depthwise_pair3x3_n(const ConvJob& j, const float* x, const V (&wv)[9], int64_t ob, int64_t oh,
                                            int64_t ow0, int64_t n) {
-  switch (n) {
-    case 1:
-      return depthwise_pair3x3<S, 1, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
-    case 2:
-      return depthwise_pair3x3<S, 2, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
-    case 3:
-      return depthwise_pair3x3<S, 3, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
-    case 4:
-      return depthwise_pair3x3<S, 4, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
-    case 5:
-      return depthwise_pair3x3<S, 5, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
-    case 6:
-      return depthwise_pair3x3<S, 6, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
-    case 7:
-      return depthwise_pair3x3<S, 7, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
-    default:
-      return depthwise_pair3x3<S, 8, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
+  if constexpr (N > 1) {
+    if (n < N) return depthwise_pair3x3_n<S, kSkipLeft, kSkipRight, N - 1>(j, x, wv, ob, oh, ow0, n);
   }
+  depthwise_pair3x3<S, N, kSkipLeft, kSkipRight>(j, x, wv, ob, oh, ow0);
 }
 
 // Rows oh and oh + 1, columns [begin, end) in spans of at most 8 pixels, as
@@ -480,9 +466,7 @@ ONYX_NCHWC_INLINE void depthwise_pair_row(const ConvJob& j, const float* x, cons
   for (int64_t s = 0; s < spans; ++s) {
     const int64_t ow = begin + width * s / spans, n = begin + width * (s + 1) / spans - ow;
     const bool left = skip_left && s == 0, right = skip_right && s == spans - 1;
-    if (n == 8 && !left && !right) {
-      depthwise_pair3x3<S, 8, false, false>(j, x, wv, ob, oh, ow);
-    } else if (left && right) {
+    if (left && right) {
       depthwise_pair3x3_n<S, true, true>(j, x, wv, ob, oh, ow, n);
     } else if (left) {
       depthwise_pair3x3_n<S, true, false>(j, x, wv, ob, oh, ow, n);
