@@ -248,17 +248,20 @@ class NchwcConvKernel final : public Kernel {
       }
       sum = s->data<float>();
     }
+    // Taps: (input plane, kh, kw), each of `lanes` input lanes; tiles of F
+    // output blocks take them in chunks of at most max_chunk_taps.
+    const ConvForm form = packed->form;
+    const int64_t lanes = form == ConvForm::kRegular ? B : 1;
+    const int64_t tap_planes = form == ConvForm::kDepthwise ? 1 : packed->in_channels / lanes;
+    const int64_t tap_count = tap_planes * kh * kw;
+    const int64_t F = form == ConvForm::kDepthwise ? 1 : kernels_->max_filter_blocks;
+    const int64_t max_chunk_taps =
+        std::max<int64_t>(1, kWeightChunkBytes / (F * lanes * B * static_cast<int64_t>(sizeof(float))));
     // Y may take Sum's buffer when Sum is not read after this node: each
     // output element is then read as Sum and written as Y in the same
     // write-back. That holds when every tile takes all taps at once (a
     // first chunk would overwrite Sum before the last one adds it).
-    const int64_t lanes_per_tap = packed->form == ConvForm::kRegular ? B : 1;
-    const int64_t all_taps =
-        (packed->form == ConvForm::kDepthwise ? 1 : packed->in_channels / lanes_per_tap) * kh * kw;
-    const int64_t filter_blocks = packed->form == ConvForm::kDepthwise ? 1 : kernels_->max_filter_blocks;
-    const int64_t max_chunk_taps =
-        std::max<int64_t>(1, kWeightChunkBytes / (filter_blocks * lanes_per_tap * B * static_cast<int64_t>(sizeof(float))));
-    Tensor* in_place = sum != nullptr && (packed->form == ConvForm::kDepthwise || all_taps <= max_chunk_taps)
+    Tensor* in_place = sum != nullptr && (form == ConvForm::kDepthwise || tap_count <= max_chunk_taps)
                            ? ctx.reuse_input_as_output(3, 0, DataType::kFloat, y_shape)
                            : nullptr;
     Tensor& y = in_place != nullptr ? *in_place : ctx.allocate_output(0, DataType::kFloat, y_shape);
@@ -266,8 +269,8 @@ class NchwcConvKernel final : public Kernel {
     if (y.size() == 0) return Status::ok();
 
     // The input as the kernels read it: padded when the windows leave it.
-    const int64_t unit = packed->form == ConvForm::kNchwInput ? 1 : B;  // floats per pixel of a plane
-    const int64_t planes = packed->form == ConvForm::kNchwInput ? channels : channels / B;
+    const int64_t unit = form == ConvForm::kNchwInput ? 1 : B;  // floats per pixel of a plane
+    const int64_t planes = form == ConvForm::kNchwInput ? channels : channels / B;
     const int64_t sh = window_.stride[0], sw = window_.stride[1], dh = window_.dilation[0], dw = window_.dilation[1];
     const int64_t need_h = (out_h - 1) * sh + (kh - 1) * dh + 1, need_w = (out_w - 1) * sw + (kw - 1) * dw + 1;
     // The depthwise kernel clips its windows itself.
@@ -275,8 +278,8 @@ class NchwcConvKernel final : public Kernel {
     // Direct: the regular form reads the input where it is; a window the
     // edge clips reads only its taps inside (EdgeWindows), so there is no
     // padded copy to write and read again. The NCHW-input form is padded.
-    const bool direct = packed->form == ConvForm::kRegular && windows_leave;
-    const bool pad = packed->form == ConvForm::kNchwInput && windows_leave;
+    const bool direct = form == ConvForm::kRegular && windows_leave;
+    const bool pad = form == ConvForm::kNchwInput && windows_leave;
     const int64_t rows = pad ? need_h : in_h, cols = pad ? need_w : in_w;
     const int64_t plane = rows * cols * unit;
     const float* xin = x->data<float>();
@@ -310,15 +313,12 @@ class NchwcConvKernel final : public Kernel {
 
     // Tap offsets from a pixel's input origin.
     std::vector<int64_t> taps;
-    const int64_t lanes = packed->form == ConvForm::kRegular ? B : 1;
-    const int64_t tap_planes = packed->form == ConvForm::kDepthwise ? 1 : packed->in_channels / lanes;
-    taps.reserve(static_cast<size_t>(tap_planes * kh * kw));
+    taps.reserve(static_cast<size_t>(tap_count));
     for (int64_t c = 0; c < tap_planes; ++c) {
       for (int64_t i = 0; i < kh; ++i) {
         for (int64_t j = 0; j < kw; ++j) taps.push_back(c * plane + (i * dh * cols + j * dw) * unit);
       }
     }
-    const int64_t tap_count = static_cast<int64_t>(taps.size());
     std::optional<EdgeWindows> edges;
     if (direct) edges.emplace(out_h, out_w, in_h, in_w, kh, kw, sh, sw, dh, dw, pt, pl, tap_planes);
 
@@ -362,8 +362,6 @@ class NchwcConvKernel final : public Kernel {
     // of pixels whose input stays in L1 while each group passes over it;
     // else each group's weights (in chunks of taps) stay in L2 while the
     // task sweeps its pixels.
-    const ConvForm form = packed->form;
-    const int64_t F = form == ConvForm::kDepthwise ? 1 : kernels_->max_filter_blocks;
     const int64_t P = kernels_->max_pixels;
     const int64_t groups = (out_blocks + F - 1) / F;
     const int64_t weight_bytes = static_cast<int64_t>(packed->data.size() * sizeof(float));
