@@ -59,10 +59,9 @@ class EdgeWindows {
       : out_w_(out_w) {
     using Range = std::pair<int64_t, int64_t>;  // taps [first, second) along one axis
     auto clip = [](int64_t start, int64_t d, int64_t k, int64_t limit) {
-      int64_t lo = 0, hi = k;
-      while (lo < k && start + lo * d < 0) ++lo;
-      while (hi > lo && start + (hi - 1) * d >= limit) --hi;
-      return Range{lo, hi};
+      int64_t lo = 0, hi = 0;
+      nchwc::window_range(start, d, k, limit, lo, hi);
+      return Range{std::min(lo, k), std::min(hi, k)};  // one empty range for windows wholly before the input
     };
     // Distinct clippings per axis (index 0: the whole window), and each
     // row's and column's.

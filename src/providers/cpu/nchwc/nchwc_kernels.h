@@ -3,9 +3,24 @@
 // of 16 channels, nchwc_avx2.cc with blocks of 8). Internal to this folder.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace onyx::cpu::nchwc {
+
+// Taps [lo, hi) of a window starting at input index `start` (stride
+// `dilation`) that fall inside [0, limit). A window wholly before the input
+// gets lo == hi past `kernel`.
+inline void window_range(int64_t start, int64_t dilation, int64_t kernel, int64_t limit, int64_t& lo, int64_t& hi) {
+  if (dilation == 1) {
+    lo = start < 0 ? -start : 0;
+    hi = std::min(kernel, limit - start);
+  } else {
+    lo = start < 0 ? (-start + dilation - 1) / dilation : 0;
+    hi = limit - start <= 0 ? 0 : std::min(kernel, (limit - start + dilation - 1) / dilation);
+  }
+  if (hi < lo) hi = lo;
+}
 
 // The activations a tile applies in registers before it stores. Sigmoid and
 // Tanh are applied by the Conv kernel over the stored output instead.

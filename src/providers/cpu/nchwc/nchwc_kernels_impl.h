@@ -309,19 +309,6 @@ ONYX_NCHWC_TARGET void conv(const ConvJob& job, int64_t ob0, int64_t nob, int64_
   }
 }
 
-// Taps [lo, hi) of a window starting at input index `start` (stride
-// `dilation`) that fall inside [0, limit).
-inline void window_range(int64_t start, int64_t dilation, int64_t kernel, int64_t limit, int64_t& lo, int64_t& hi) {
-  if (dilation == 1) {
-    lo = start < 0 ? -start : 0;
-    hi = std::min(kernel, limit - start);
-  } else {
-    lo = start < 0 ? (-start + dilation - 1) / dilation : 0;
-    hi = limit - start <= 0 ? 0 : std::min(kernel, (limit - start + dilation - 1) / dilation);
-  }
-  if (hi < lo) hi = lo;
-}
-
 // Depthwise output pixels [ow0, ow0 + N) of row oh over window taps
 // [kh0, kh1) x [kw0, kw1), all inside the input: N accumulators, one weight
 // vector per tap.
