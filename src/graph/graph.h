@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -30,6 +31,18 @@ struct TypeAndShape {
   ValueType type;
   bool has_shape = false;  // false: rank unknown
   std::vector<Dim> shape;
+
+  // The shape when the rank and every dimension are known.
+  std::optional<Shape> known_shape() const {
+    if (!has_shape) return std::nullopt;
+    Shape s;
+    s.reserve(shape.size());
+    for (const Dim& d : shape) {
+      if (!d.is_known()) return std::nullopt;
+      s.push_back(d.value);
+    }
+    return s;
+  }
 };
 
 enum class AttributeType {

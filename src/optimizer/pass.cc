@@ -145,14 +145,7 @@ DataType PassContext::elem_type(int32_t value) const {
 std::optional<Shape> PassContext::known_shape(int32_t value) const {
   if (value < 0 || static_cast<size_t>(value) >= graph_.values.size()) return std::nullopt;
   if (const Tensor* t = constant(value)) return t->shape();
-  const graph::TypeAndShape& i = info(value);
-  if (!i.has_shape) return std::nullopt;
-  Shape s;
-  for (const graph::Dim& d : i.shape) {
-    if (!d.is_known()) return std::nullopt;
-    s.push_back(d.value);
-  }
-  return s;
+  return info(value).known_shape();
 }
 
 graph::Node make_node(const std::string& op_type, const std::string& domain, int opset, std::vector<int32_t> inputs,

@@ -139,16 +139,11 @@ class WeightRelease {
   std::set<int32_t> needed_;
 };
 
-// The value's shape when every dimension is known statically.
+// A tensor value's shape when every dimension is known statically.
 std::optional<Shape> static_shape(const graph::Graph& graph, int32_t value) {
   const graph::TypeAndShape& info = graph.values[static_cast<size_t>(value)].info;
-  if (info.type.kind != ValueType::Kind::kTensor || !info.has_shape) return std::nullopt;
-  Shape shape;
-  for (const graph::Dim& d : info.shape) {
-    if (!d.is_known()) return std::nullopt;
-    shape.push_back(d.value);
-  }
-  return shape;
+  if (info.type.kind != ValueType::Kind::kTensor) return std::nullopt;
+  return info.known_shape();
 }
 
 // Concat in place: when a Concat's output is one block per input (every axis
