@@ -58,6 +58,7 @@ std::vector<std::unique_ptr<Pass>> extended_passes() {
 std::vector<std::unique_ptr<Pass>> layout_passes() {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(make_nchwc_transformer_pass());
+  passes.push_back(make_nchwc_pointwise_depthwise_fusion_pass());
   // The original weights of the convolutions it rewrote.
   passes.push_back(make_dead_code_elimination_pass());
   return passes;

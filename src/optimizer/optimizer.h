@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "model/onnx_proto.h"
 #include "onyx/options.h"
 #include "onyx/status.h"
 
@@ -50,6 +51,11 @@ Result<std::vector<PassStatistics>> optimize_graph(graph::Graph& graph, const Op
 // value ids in range, producers correct, no value produced twice, graph
 // outputs produced, initializers flagged. Subgraphs are checked too.
 Status verify_graph(const graph::Graph& graph);
+
+// For a saved optimized model: writes the nodes only onyx runs (com.onyx.nchwc
+// fusions) as the com.microsoft.nchwc ops they were made of, so that the file
+// runs in onnxruntime too. Subgraphs included.
+void split_onyx_only_nodes(model::ModelProto& model);
 
 // Names of all passes of a level and below, in the order they run.
 std::vector<std::string> pass_names(GraphOptimizationLevel level);

@@ -134,6 +134,7 @@ std::unique_ptr<Pass> make_matmul_add_gemm_fusion_pass();
 std::unique_ptr<Pass> make_activation_fusion_pass();
 std::unique_ptr<Pass> make_conv_residual_fusion_pass();
 std::unique_ptr<Pass> make_nchwc_transformer_pass();
+std::unique_ptr<Pass> make_nchwc_pointwise_depthwise_fusion_pass();
 std::unique_ptr<Pass> make_gelu_fusion_pass();
 std::unique_ptr<Pass> make_fast_gelu_fusion_pass();
 std::unique_ptr<Pass> make_layer_norm_fusion_pass();

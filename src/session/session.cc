@@ -131,7 +131,9 @@ Status InferenceSession::Impl::init(const std::vector<std::string>& provider_nam
   // Written before the kernels are created: creating them frees the data of
   // weights every reader has pre-packed.
   if (!options.optimized_model_filepath.empty()) {
-    ONYX_RETURN_IF_ERROR(model::write_model_file(graph::graph_to_model(*graph, model), options.optimized_model_filepath));
+    model::ModelProto optimized = graph::graph_to_model(*graph, model);
+    optimizer::split_onyx_only_nodes(optimized);
+    ONYX_RETURN_IF_ERROR(model::write_model_file(optimized, options.optimized_model_filepath));
   }
   ONYX_ASSIGN_OR_RETURN(plan, session::make_plan_releasing_weights(*graph, provider_list, model.ir_version < 4));
   // Weights still read from the model file at run time come back page by page

@@ -345,6 +345,110 @@ TEST(Nchwc, DepthwiseRowPairs) {
   }
 }
 
+// com.onyx.nchwc PointwiseDepthwiseConv: a 1x1 conv (I -> C channels) and a
+// depthwise conv over its output, against the two reference convolutions.
+// Cases where a thread's rows take several bands (rows of T shared between
+// bands are moved, not recomputed), bands shorter than the window, stride 2,
+// dilation, windows past the bottom edge, two images, and pointwise weights
+// taken in several chunks of taps.
+struct PointwiseDepthwiseCase {
+  int64_t n, in_c, c, h, w;
+  ConvCase dw;  // its c, h, w, o are filled from the above
+  std::string pointwise_activation;
+};
+
+void check_pointwise_depthwise(PointwiseDepthwiseCase q, int threads) {
+  const int64_t b = cpu::nchwc_block_size();
+  ConvCase pw = ConvCase::make(q.n, q.in_c, q.h, q.w, q.c, 1, 1).with_activation(q.pointwise_activation);
+  pw.geometry();
+  ConvCase dw = q.dw;
+  dw.n = q.n, dw.c = q.c, dw.h = q.h, dw.w = q.w, dw.o = q.c, dw.depthwise = true;
+  dw.geometry();
+  const std::string what = "pointwise-depthwise i=" + std::to_string(q.in_c) + " c=" + std::to_string(q.c) +
+                           " hw=" + std::to_string(q.h) + "x" + std::to_string(q.w) + " k=" + std::to_string(dw.kh) +
+                           " s=" + std::to_string(dw.sh) + " threads=" + std::to_string(threads);
+  const auto x = random_floats(static_cast<size_t>(q.n * q.in_c * q.h * q.w), 11);
+  const auto w1 = random_floats(static_cast<size_t>(q.c * q.in_c), 12, -0.3f, 0.3f);
+  const auto b1 = random_floats(static_cast<size_t>(q.c), 13);
+  const auto w2 = random_floats(static_cast<size_t>(q.c * dw.kh * dw.kw), 14, -0.5f, 0.5f);
+  const auto b2 = random_floats(static_cast<size_t>(q.c), 15);
+  const std::vector<double> t = reference_conv(pw, x, w1, b1, nullptr);
+  const auto want = reference_conv(dw, std::vector<float>(t.begin(), t.end()), w2, b2, nullptr);
+
+  std::vector<Value> inputs;
+  inputs.emplace_back(make(to_blocked(x, q.n, q.in_c, q.h, q.w, b), {q.n, q.in_c, q.h, q.w}));
+  inputs.emplace_back(make(weights_blocked(w1, q.c, q.in_c, 1, 1, b), {q.c, q.in_c, 1, 1}));
+  inputs.emplace_back(make(b1, {q.c}));
+  inputs.emplace_back(make(weights_bo(w2, q.c, 1, dw.kh, dw.kw, b), {q.c, 1, dw.kh, dw.kw}));
+  inputs.emplace_back(make(b2, {q.c}));
+  std::vector<graph::Attribute> attributes = conv_attributes(dw);
+  attributes.erase(std::remove_if(attributes.begin(), attributes.end(),
+                                  [](const graph::Attribute& a) { return a.name == "group"; }),
+                   attributes.end());
+  if (!q.pointwise_activation.empty()) {
+    attributes.push_back(attr_string("pointwise_activation", q.pointwise_activation));
+    const auto params = activation_params(q.pointwise_activation);
+    if (!params.empty()) attributes.push_back(attr_floats("pointwise_activation_params", params));
+  }
+  auto run = run_kernel("PointwiseDepthwiseConv", 1, inputs, attributes, 1, "com.onyx.nchwc", threads);
+  ASSERT_TRUE(run.status.is_ok()) << what << ": " << run.status.message();
+  const Tensor& y = run.outputs[0].tensor();
+  ASSERT_EQ(y.shape(), (Shape{q.n, q.c, dw.oh, dw.ow})) << what;
+  expect_close(from_blocked(y.data<float>(), q.n, q.c, q.c, dw.oh, dw.ow, b), want, what);
+}
+
+TEST(Nchwc, PointwiseDepthwiseConv) {
+  SKIP_WITHOUT_NCHWC();
+  const int64_t b = cpu::nchwc_block_size();
+  auto dw3 = [](int64_t s) { return ConvCase::make(1, 0, 0, 0, 0, 3, 3).strides(s, s).pads(1, 1, 1, 1); };
+  std::vector<PointwiseDepthwiseCase> cases = {
+      // Rows of 8*b channels x 150 pixels: a band holds a few rows, so each
+      // thread's range takes many bands.
+      {1, b, 8 * b, 23, 150, dw3(1).with_activation("Clip"), "Clip"},
+      {1, 2 * b, 8 * b, 24, 150, dw3(2).with_activation("Relu"), "Relu"},
+      {2, b, 6 * b, 17, 131, dw3(2), "LeakyRelu"},
+      // Small planes: one band; windows past the bottom and right edges.
+      {1, b, 2 * b, 9, 7, ConvCase::make(1, 0, 0, 0, 0, 3, 3).strides(2, 2).pads(0, 0, 1, 1), ""},
+      {2, 3 * b, b, 5, 6, dw3(1).with_activation("HardSigmoid"), "HardSigmoid"},
+      // 5x5 dilated windows, asymmetric pads, wide rows.
+      {1, b, 10 * b, 14, 120,
+       ConvCase::make(1, 0, 0, 0, 0, 5, 5).dilations(2, 1).pads(4, 2, 3, 1).with_activation("Relu"), "Relu"},
+      // Over 64 input blocks at B = 16: the pointwise weights come in two chunks.
+      {1, 66 * b, b, 4, 5, dw3(1), "Relu"},
+  };
+  for (int threads : {1, 2, 3}) {
+    for (const auto& q : cases) check_pointwise_depthwise(q, threads);
+  }
+}
+
+TEST(Nchwc, PointwiseDepthwiseConvRejectsBadInputs) {
+  SKIP_WITHOUT_NCHWC();
+  const int64_t b = cpu::nchwc_block_size();
+  auto x = make(std::vector<float>(static_cast<size_t>(b * 4 * 4)), {1, b, 4, 4});
+  auto w1 = make(std::vector<float>(static_cast<size_t>(2 * b * b)), {2 * b, b, 1, 1});
+  auto w2 = make(std::vector<float>(static_cast<size_t>(2 * b * 9)), {2 * b, 1, 3, 3});
+  auto run = [&](const Tensor& xi, const Tensor& a, const Tensor& c, std::vector<graph::Attribute> attrs = {}) {
+    return run_kernel("PointwiseDepthwiseConv", 1, {Value(xi), Value(a), Value(), Value(c)}, attrs, 1,
+                      "com.onyx.nchwc", 1);
+  };
+  EXPECT_TRUE(run(x, w1, w2).status.is_ok());
+  // X with the wrong channel count, W1 that is not 1x1, W2 for other channels.
+  auto bad = run(make(std::vector<float>(static_cast<size_t>(2 * b * 16)), {1, 2 * b, 4, 4}), w1, w2);
+  EXPECT_FALSE(bad.status.is_ok());
+  EXPECT_NE(bad.status.message().find("input X has"), std::string::npos) << bad.status.message();
+  bad = run(x, make(std::vector<float>(static_cast<size_t>(2 * b * b * 9)), {2 * b, b, 3, 3}), w2);
+  EXPECT_NE(bad.status.message().find("W1"), std::string::npos) << bad.status.message();
+  bad = run(x, w1, make(std::vector<float>(static_cast<size_t>(b * 9)), {b, 1, 3, 3}));
+  EXPECT_NE(bad.status.message().find("W2"), std::string::npos) << bad.status.message();
+  // A group other than the channel count.
+  bad = run(x, w1, w2, {attr_int("group", b)});
+  EXPECT_NE(bad.status.message().find("group"), std::string::npos) << bad.status.message();
+  // An activation the tiles do not apply in registers.
+  bad = run(x, w1, w2, {attr_string("pointwise_activation", "Sigmoid")});
+  EXPECT_FALSE(bad.status.is_ok());
+  EXPECT_NE(bad.status.message().find("pointwise_activation 'Sigmoid'"), std::string::npos) << bad.status.message();
+}
+
 // W and B as initializers of a saved model (packed once at session creation),
 // a model that does not import com.microsoft.nchwc, two threads.
 TEST(Nchwc, ConvWithConstantWeightsInASession) {

@@ -467,6 +467,42 @@ TEST(OptimizerLayout, BlocksConvChainWithBatchNormAndRelu) {
   EXPECT_EQ(count_ops(*r.after, "BatchNormalization"), 0);
 }
 
+// A MobileNetV2 block: 1x1 expansion (Clip 0..6), 3x3 depthwise (Clip),
+// 1x1 projection. The expansion and the depthwise conv become one
+// PointwiseDepthwiseConv when the expanded tensor is large (96 x 40 x 40
+// floats, 600 KiB), not when it is small (96 x 20 x 20).
+void add_inverted_residual(ModelBuilder& b, int64_t hw, int64_t stride) {
+  b.input("x", {1, 16, hw, hw}).output("y");
+  b.initializer("lo", {}, {0.0f}).initializer("hi", {}, {6.0f});
+  add_conv_named(b, "x", "e", 16, 96, 1, 300);
+  b.node("Clip", {"e", "lo", "hi"}, {"e6"});
+  b.initializer("d_W", {96, 1, 3, 3}, random_values(96 * 9, 302, -0.5f, 0.5f));
+  b.initializer("d_B", {96}, random_values(96, 303));
+  b.node("Conv", {"e6", "d_W", "d_B"}, {"d"}, "d");
+  attrs(b, {ints_attr("pads", {1, 1, 1, 1}), ints_attr("strides", {stride, stride}), int_attr("group", 96)});
+  b.node("Clip", {"d", "lo", "hi"}, {"d6"});
+  add_conv_named(b, "d6", "y", 96, 24, 1, 304);
+}
+
+TEST(OptimizerLayout, FusesALargeExpansionWithItsDepthwiseConv) {
+  if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";
+  for (int64_t stride : {1, 2}) {
+    ModelBuilder b(15);
+    add_inverted_residual(b, 40, stride);
+    auto r = optimize_and_compare(b, {random_tensor({1, 16, 40, 40}, 305)});
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_domain_op(*r.after, "com.onyx.nchwc", "PointwiseDepthwiseConv"), 1) << "stride " << stride;
+    EXPECT_EQ(count_domain_op(*r.after, "com.microsoft.nchwc", "Conv"), 1) << "stride " << stride;
+    EXPECT_EQ(count_ops(*r.after, "Clip"), 0);
+  }
+  ModelBuilder small(15);
+  add_inverted_residual(small, 20, 1);
+  auto r = optimize_and_compare(small, {random_tensor({1, 16, 20, 20}, 306)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_domain_op(*r.after, "com.onyx.nchwc", "PointwiseDepthwiseConv"), 0);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft.nchwc", "Conv"), 3);
+}
+
 TEST(OptimizerLayout, PadsChannelsThatDoNotFillABlock) {
   if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";
   ModelBuilder b(15);

@@ -134,6 +134,58 @@ def test_layout_pads_channels_that_do_not_fill_a_block(tmp_path):
             np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4)
 
 
+def inverted_residual(hw, stride):
+    """A MobileNetV2 block: 1x1 expansion 16 -> 96 and Clip, 3x3 depthwise and
+    Clip, 1x1 projection; at 40x40 the expanded tensor is 600 KiB, which onyx
+    computes fused with the depthwise conv (com.onyx.nchwc)."""
+    rng = np.random.default_rng(11)
+    inits = [numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
+             numpy_helper.from_array(np.array(6.0, np.float32), "hi")]
+
+    def weight(name, shape, scale=0.2):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    nodes = [
+        helper.make_node("Conv", ["x", weight("we", [96, 16, 1, 1]), weight("be", [96])], ["e"]),
+        helper.make_node("Clip", ["e", "lo", "hi"], ["e6"]),
+        helper.make_node("Conv", ["e6", weight("wd", [96, 1, 3, 3]), weight("bd", [96])], ["d"],
+                         pads=[1, 1, 1, 1], strides=[stride, stride], group=96),
+        helper.make_node("Clip", ["d", "lo", "hi"], ["d6"]),
+        helper.make_node("Conv", ["d6", weight("wp", [24, 96, 1, 1]), weight("bp", [24])], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "inverted_residual",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, hw, hw])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_fused_expansion_saves_as_onnxruntime_ops(tmp_path, stride):
+    """The fused expansion + depthwise kernel computes what the two convs do,
+    and a saved optimized model holds the two com.microsoft.nchwc Convs again,
+    so that onnxruntime runs it."""
+    path = str(tmp_path / "block.onnx")
+    onnx.save(inverted_residual(40, stride), path)
+    x = np.random.default_rng(3).standard_normal((1, 16, 40, 40)).astype(np.float32)
+    expected = ort.InferenceSession(path, ort_disabled()).run(None, {"x": x})
+    saved = str(tmp_path / "optimized.onnx")
+    session = save_optimized(path, saved, onyx.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    ops = domains(saved)
+    assert not any(domain == "com.onyx.nchwc" for domain, _ in ops)
+    assert "com.onyx.nchwc" not in {o.domain for o in onnx.load(saved).opset_import}
+    if cpu_has_blocked_layout():
+        assert ops[("com.microsoft.nchwc", "Conv")] == 3
+    for threads in (1, 2):
+        options = onyx.SessionOptions()
+        options.intra_op_num_threads = threads
+        live = onyx.InferenceSession(path, options)
+        for got in (live.run(None, {"x": x}), session.run(None, {"x": x}),
+                    ort.InferenceSession(saved, ort_disabled()).run(None, {"x": x}),
+                    onyx.InferenceSession(saved).run(None, {"x": x})):
+            np.testing.assert_allclose(got[0], expected[0], rtol=1e-4, atol=1e-4)
+
+
 def test_zoo_resnet50_at_every_level(tmp_path):
     if not os.path.exists(ZOO_RESNET50):
         pytest.skip("bench/zoo/models/resnet50.onnx is absent (python3 bench/zoo/make_zoo.py builds it)")

@@ -25,6 +25,7 @@
 #include "providers/cpu/contrib/fused_activation.h"
 #include "providers/cpu/math/fast_math.h"
 #include "providers/cpu/nchwc/nchwc.h"
+#include "providers/cpu/nchwc/nchwc_conv_util.h"
 #include "providers/cpu/nchwc/nchwc_geometry.h"
 #include "providers/cpu/nchwc/nchwc_kernels.h"
 #include "providers/kernel.h"
@@ -33,6 +34,7 @@ namespace onyx::cpu {
 namespace {
 
 using nchwc::ConvJob;
+using nchwc::group_begin;
 using nchwc::Kernels;
 
 // Bytes of packed weights one task keeps reading while it sweeps its pixels.
@@ -41,11 +43,6 @@ constexpr int64_t kWeightChunkBytes = 256 * 1024;
 constexpr int64_t kAllGroupsWeightBytes = 384 * 1024;
 
 enum class ConvForm { kRegular, kNchwInput, kDepthwise };
-
-// Output blocks are computed in `groups` groups of at most F blocks whose
-// sizes differ by at most one (10 blocks: 4, 3, 3, not 4, 4, 2), so that
-// tasks of one group each cost about the same. Group g starts at block:
-int64_t group_begin(int64_t g, int64_t groups, int64_t blocks) { return g * blocks / groups; }
 
 // The output pixels of a convolution that reads its input unpadded, by
 // window: the windows of the interior rectangle lie inside the input; the
@@ -166,25 +163,8 @@ class NchwcConvKernel final : public Kernel {
     group_ = info.attr_int("group", 1);
     if (group_ < 1) throw Error(invalid_model(label_, ": group must be positive, got ", group_));
     fused_ = FusedActivation::parse(info, info.attr_string("activation", ""), info.attr_floats("activation_params"));
-    switch (fused_.kind) {
-      case FusedActivation::Kind::kRelu:
-        activation_.kind = nchwc::Activation::kRelu;
-        break;
-      case FusedActivation::Kind::kLeakyRelu:
-        activation_.kind = nchwc::Activation::kLeakyRelu;
-        break;
-      case FusedActivation::Kind::kClip:
-        activation_.kind = nchwc::Activation::kClip;
-        break;
-      case FusedActivation::Kind::kHardSigmoid:
-        activation_.kind = nchwc::Activation::kHardSigmoid;
-        break;
-      default:
-        break;  // none, or Sigmoid / Tanh after the store
-    }
-    activation_.alpha = fused_.alpha;
-    activation_.beta = fused_.beta;
-    post_activation_ = fused_.kind == FusedActivation::Kind::kSigmoid || fused_.kind == FusedActivation::Kind::kTanh;
+    // Sigmoid and Tanh go over the stored output instead.
+    post_activation_ = !nchwc::register_activation(fused_, activation_);
 
     if (const Tensor* w = info.constant_input(1)) {
       const Status s = prepare_weights(*w, packed_);
@@ -539,22 +519,8 @@ class NchwcConvKernel final : public Kernel {
       std::copy(src, src + w.size(), out.data.begin());
       return Status::ok();
     }
-    // Group g of nob output blocks: [tap][lane][nob][B] from
-    // [ob][tap][lane][B].
-    const int64_t lanes = out.form == ConvForm::kRegular ? B : 1;
-    const int64_t taps = (out.in_channels / lanes) * kh * kw;
-    const int64_t F = kernels_->max_filter_blocks, blocks = o / B, groups = (blocks + F - 1) / F;
-    float* dst = out.data.data();
-    for (int64_t g = 0; g < groups; ++g) {
-      const int64_t ob0 = group_begin(g, groups, blocks), nob = group_begin(g + 1, groups, blocks) - ob0;
-      float* group = dst + ob0 * taps * lanes * B;
-      for (int64_t f = 0; f < nob; ++f) {
-        const float* block = src + (ob0 + f) * taps * lanes * B;
-        for (int64_t t = 0; t < taps * lanes; ++t) {
-          std::memcpy(group + (t * nob + f) * B, block + t * B, static_cast<size_t>(B) * sizeof(float));
-        }
-      }
-    }
+    nchwc::pack_filter_groups(src, o / B, out.in_channels * kh * kw, B, kernels_->max_filter_blocks,
+                              out.data.data());
     return Status::ok();
   }
 
