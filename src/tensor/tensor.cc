@@ -3,7 +3,6 @@
 #include "onyx/tensor.h"
 #include "tensor/owned_pages.h"
 
-#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -161,37 +160,6 @@ void unmap_owned(void* pointer, size_t bytes) {
     owned_mappings().erase(reinterpret_cast<uintptr_t>(pointer));
   }
   munmap(pointer, bytes);
-}
-
-namespace {
-constexpr uintptr_t kHugePageBytes = uintptr_t{2} << 20;
-
-size_t whole_pages(size_t bytes) {
-  static const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return (std::max<size_t>(bytes, 1) + page - 1) / page * page;
-}
-}  // namespace
-
-void* map_streamed(size_t bytes) {
-  const size_t size = whole_pages(bytes);
-  // Over-map by one huge page and trim both ends to a 2 MiB boundary. The
-  // tail past the last whole huge page keeps small pages (no rounding up, so
-  // resident memory does not grow).
-  void* raw = mmap(nullptr, size + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  const auto begin = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t start = (begin + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
-  const uintptr_t end = start + size, raw_end = begin + size + kHugePageBytes;
-  if (start > begin) munmap(raw, start - begin);
-  if (raw_end > end) munmap(reinterpret_cast<void*>(end), raw_end - end);
-#ifdef MADV_HUGEPAGE
-  madvise(reinterpret_cast<void*>(start), size, MADV_HUGEPAGE);  // advice: failure leaves small pages
-#endif
-  return reinterpret_cast<void*>(start);
-}
-
-void unmap_streamed(void* pointer, size_t bytes) {
-  if (pointer != nullptr) munmap(pointer, whole_pages(bytes));
 }
 
 bool discard_owned_pages(const void* data, size_t bytes) {

@@ -4,7 +4,6 @@
 // same result, loaded from a file (the pages it dropped come back from it).
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -62,50 +61,6 @@ TEST(WeightRelease, OwnedPagesOnlyDropTheirOwn) {
   EXPECT_FALSE(discard_owned_pages(reinterpret_cast<char*>(p) + bytes - 16, 32)) << "a range past the mapping";
   unmap_owned(p, bytes);
   EXPECT_FALSE(discard_owned_pages(p, page)) << "an unmapped range";
-}
-
-TEST(WeightRelease, StreamedMappingsAreHugePageAligned) {
-  for (size_t bytes : {size_t{1}, size_t{3 << 20} + 123}) {
-    auto* p = static_cast<unsigned char*>(map_streamed(bytes));
-    ASSERT_NE(p, nullptr);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (uintptr_t{2} << 20), 0u) << bytes << " bytes";
-    for (size_t i = 0; i < bytes; ++i) p[i] = static_cast<unsigned char>(i * 7);
-    for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(p[i], static_cast<unsigned char>(i * 7)) << "byte " << i;
-    EXPECT_FALSE(discard_owned_pages(p, bytes)) << "streamed mappings are not registered";
-    unmap_streamed(p, bytes);
-  }
-}
-
-// Packed weights of 2 MiB and more live in huge-page mappings, except a
-// transposed B handed back panel by panel over many K blocks; both multiply
-// as a plain loop does.
-TEST(WeightRelease, LargePackedWeightsMultiplyCorrectly) {
-  struct Case {
-    int64_t K, N;
-    bool trans_b, report;
-  };
-  for (const Case& c : {Case{1024, 640, false, false}, Case{1024, 640, true, true}, Case{8200, 70, true, true}}) {
-    const int64_t M = 3;
-    const int64_t ldb = c.trans_b ? c.K : c.N;
-    const auto b = random_floats(static_cast<size_t>(c.K * c.N), 5);
-    const auto a = random_floats(static_cast<size_t>(M * c.K), 6);
-    const cpu::PackedMatrix packed =
-        c.report ? cpu::pack_b(c.trans_b, c.K, c.N, b.data(), ldb, cpu::SgemmIsa::kAuto, [](const float*, size_t) {})
-                 : cpu::pack_b(c.trans_b, c.K, c.N, b.data(), ldb);
-    std::vector<float> got(static_cast<size_t>(M * c.N));
-    cpu::sgemm_packed_b(false, M, 1.0f, a.data(), c.K, packed, 0.0f, got.data(), c.N, nullptr);
-    for (int64_t i = 0; i < M; ++i) {
-      for (int64_t j = 0; j < c.N; ++j) {
-        double want = 0.0;
-        for (int64_t k = 0; k < c.K; ++k) {
-          const float bkj = c.trans_b ? b[static_cast<size_t>(j * c.K + k)] : b[static_cast<size_t>(k * c.N + j)];
-          want += static_cast<double>(a[static_cast<size_t>(i * c.K + k)]) * bkj;
-        }
-        ASSERT_NEAR(got[static_cast<size_t>(i * c.N + j)], want, 1e-3 * (1.0 + std::fabs(want)))
-            << "K " << c.K << " N " << c.N << " at " << i << "," << j;
-      }
-    }
-  }
 }
 
 // y = x W^T (+ W read a second time when `shared`) from a model file: the

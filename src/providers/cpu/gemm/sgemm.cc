@@ -18,7 +18,6 @@
 #endif
 
 #include "providers/cpu/gemm/sgemm_kernels.h"
-#include "tensor/owned_pages.h"
 #include "providers/cpu/gemm/target_clones.h"
 
 namespace onyx::cpu {
@@ -439,17 +438,8 @@ void scale_only(int64_t M, int64_t N, float beta, float* C, int64_t ldc, const G
   }
 }
 
-// Packed operands of 2 MiB and more (weights, which every run streams) go in
-// huge pages: GPT-2's decode step reads 500 MB of them, and with 4 KiB pages
-// it ran 4% (1 thread) and 7% (2 threads) slower. `huge` false: small pages.
-std::shared_ptr<float> allocate_packed(size_t count, bool huge = true) {
-  const size_t bytes = count * sizeof(float);
-  if (huge && bytes >= (size_t{2} << 20)) {
-    if (void* p = map_streamed(bytes)) {
-      return std::shared_ptr<float>(static_cast<float*>(p), [bytes](float* q) { unmap_streamed(q, bytes); });
-    }
-  }
-  auto* p = static_cast<float*>(::operator new(bytes, std::align_val_t{64}));
+std::shared_ptr<float> allocate_packed(size_t count) {
+  auto* p = static_cast<float*>(::operator new(count * sizeof(float), std::align_val_t{64}));
   return std::shared_ptr<float>(p, [](float* q) { ::operator delete(q, std::align_val_t{64}); });
 }
 
@@ -498,14 +488,7 @@ PackedMatrix pack_b(bool trans_b, int64_t K, int64_t N, const float* B, int64_t 
   packed.kernel_ = &kern;
   packed.rows_ = std::max<int64_t>(K, 0);
   packed.cols_ = std::max<int64_t>(N, 0);
-  const auto count = static_cast<size_t>(std::max<int64_t>(round_up(packed.cols_, kern.nr) * packed.rows_, 1));
-  // Handing B back panel by panel writes each panel's K blocks far apart,
-  // and the first panel faults in a 2 MiB page for every block: fine for a
-  // few blocks, not for VGG-19's 25088 x 4096 classifier weight (98 blocks,
-  // 196 MB resident at once next to the 411 MB still being packed).
-  constexpr int64_t kMaxScatteredBlocks = 16;  // 32 MiB resident ahead of the writes
-  const int64_t scattered_blocks = consumed && trans_b ? ceil_div(K, kern.kc) : 0;
-  packed.data_ = allocate_packed(count, scattered_blocks <= kMaxScatteredBlocks);
+  packed.data_ = allocate_packed(static_cast<size_t>(std::max<int64_t>(round_up(packed.cols_, kern.nr) * packed.rows_, 1)));
   if (N <= 0 || K <= 0) return packed;
   if (!consumed) {
     pack_b_whole(kern, trans_b, B, ldb, K, N, packed.data_.get(), nullptr);
