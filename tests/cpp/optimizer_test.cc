@@ -503,6 +503,41 @@ TEST(OptimizerLayout, FusesALargeExpansionWithItsDepthwiseConv) {
   EXPECT_EQ(count_domain_op(*r.after, "com.microsoft.nchwc", "Conv"), 3);
 }
 
+// 3x3 stride-1 convs of 96 to 256 channels each way on planes of 56 x 56 or
+// more stay NCHW (the Conv kernel's Winograd is faster there), and so does a
+// pool between two of them; a 64-channel 3x3 conv, a 128-channel one on a
+// 28 x 28 plane and a 256 -> 512 one run blocked.
+TEST(OptimizerLayout, LeavesWinogradConvsInNchw) {
+  if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";
+  ModelBuilder b(15);
+  b.input("x", {1, 64, 56, 56}).output("y");
+  // Weights of about 1 / sqrt(fan-in), so that five layers keep the values
+  // near 1 (Winograd and the direct kernel round differently).
+  auto conv = [&](const std::string& x, const std::string& y, int64_t in, int64_t out, int64_t k, uint32_t seed) {
+    const float bound = 1.5f / std::sqrt(static_cast<float>(in * k * k));
+    b.initializer(y + "_W", {out, in, k, k}, random_values(static_cast<size_t>(out * in * k * k), seed, -bound, bound));
+    b.initializer(y + "_B", {out}, random_values(static_cast<size_t>(out), seed + 1));
+    b.node("Conv", {x, y + "_W", y + "_B"}, {y}, y);
+    attrs(b, {ints_attr("pads", {k / 2, k / 2, k / 2, k / 2})});
+  };
+  conv("x", "c1", 64, 128, 3, 400);   // blocked: 64 input channels
+  conv("c1", "c2", 128, 128, 3, 402);  // NCHW: Winograd
+  b.node("MaxPool", {"c2"}, {"p2"});
+  attrs(b, {ints_attr("kernel_shape", {1, 1})});
+  conv("p2", "c3", 128, 128, 3, 404);  // NCHW: Winograd, so the pool before it stays NCHW too
+  b.node("MaxPool", {"c3"}, {"p3"});
+  attrs(b, {ints_attr("kernel_shape", {2, 2}), ints_attr("strides", {2, 2})});
+  conv("p3", "c4", 128, 128, 3, 406);  // blocked: 28 x 28
+  conv("c4", "y", 128, 256, 1, 408);
+  auto r = optimize_and_compare(b, {random_tensor({1, 64, 56, 56}, 410)});
+  ASSERT_TRUE(r.after);
+  const std::string d = "com.microsoft.nchwc";
+  EXPECT_EQ(count_domain_op(*r.after, d, "Conv"), 3);  // c1, c4, y
+  EXPECT_EQ(count_ops(*r.after, "Conv") - count_domain_op(*r.after, d, "Conv"), 2);
+  EXPECT_EQ(count_domain_op(*r.after, d, "MaxPool"), 1);  // p3: it feeds c4
+  EXPECT_EQ(count_ops(*r.after, "MaxPool") - count_domain_op(*r.after, d, "MaxPool"), 1);
+}
+
 TEST(OptimizerLayout, PadsChannelsThatDoNotFillABlock) {
   if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";
   ModelBuilder b(15);
