@@ -503,10 +503,10 @@ TEST(OptimizerLayout, FusesALargeExpansionWithItsDepthwiseConv) {
   EXPECT_EQ(count_domain_op(*r.after, "com.microsoft.nchwc", "Conv"), 3);
 }
 
-// 3x3 stride-1 convs of 96 to 256 channels each way on planes of 56 x 56 or
-// more stay NCHW (the Conv kernel's Winograd is faster there), and so does a
-// pool between two of them; a 64-channel 3x3 conv, a 128-channel one on a
-// 28 x 28 plane and a 256 -> 512 one run blocked.
+// 3x3 stride-1 convs with enough channels (128 -> 128) on planes of 56 x 56
+// or more stay NCHW (the Conv kernel's Winograd is faster there), and so does
+// a pool between two of them; a 64 -> 128 conv and a 128-channel one on a
+// 28 x 28 plane run blocked.
 TEST(OptimizerLayout, LeavesWinogradConvsInNchw) {
   if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";
   ModelBuilder b(15);

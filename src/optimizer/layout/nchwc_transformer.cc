@@ -115,24 +115,26 @@ bool all_ones(const graph::Node& n, const char* name) {
   return true;
 }
 
-// 3x3 stride-1 convolutions with 96 to 256 channels each way run 20-30%
-// faster through the NCHW Conv kernel's Winograd F(2x2, 3x3) than through
-// the blocked direct kernel, per node at 1 and 2 threads (VGG-19's 128 x 128
-// at 112 x 112: 11.2 against 14.7 ms; 256 x 256 at 56 x 56: 9.6 against 14.0;
-// 96 x 96 at 28 x 28: 0.40 against 0.49). With 64 channels the gain is 0-20%,
-// less what the reorders around the conv cost; with 512 output channels
-// the transformed weights (16 C K floats) no longer stay in cache and
-// Winograd is slower (256 -> 512 at 28 x 28: 8.6 against 6.9 ms). Planes
-// of at least 56 x 56 only: smaller ones gain 0.1-0.2 ms per conv, and where
-// they sit between blocked 1x1 convs (ResNet-50's 128 x 128 at 28 x 28,
-// Inception-v2's) the two reorders around each made the whole model 1-5%
-// slower at 2 threads. Those convolutions stay NCHW, and so do the pools
-// between them. The conditions imply nn::winograd_applies.
+// 3x3 stride-1 convolutions run 20-30% faster through the NCHW Conv
+// kernel's Winograd F(2x2, 3x3) than through the blocked direct kernel when
+// they have enough channels, per node at 1 and 2 threads (VGG-19's 128 x 128
+// at 112 x 112: 11.2 against 14.7 ms; 256 x 256 at 56 x 56: 9.6 against 14.0),
+// but leaving the blocked layout costs a reorder on each side, which grows
+// with C + K while the saving grows with C * K: C K >= 48 (C + K) keeps
+// Inception-v2's 64 -> 192 (3.5% faster at 1 thread, 2.4% at 2) and drops
+// 64 -> 64 and 64 -> 128 (ResNet-50 6.6% slower at 2 threads with its 64 x 64
+// at 56 x 56 unblocked; VGG-19 no faster). With 512 output channels the
+// transformed weights (16 C K floats) no longer stay in cache and Winograd
+// is slower (256 -> 512 at 28 x 28: 8.6 against 6.9 ms): C K <= 256 x 256.
+// Planes of at least 56 x 56 only: smaller ones gain 0.1-0.2 ms per conv, and
+// between blocked 1x1 convs (ResNet-50's 128 x 128 at 28 x 28) the reorders
+// made the model 1-5% slower at 2 threads. The conditions imply
+// nn::winograd_applies.
 bool prefers_winograd(const graph::Node& conv, const Tensor& w, const graph::TypeAndShape& y) {
   if (w.rank() != 4 || w.dim(2) != 3 || w.dim(3) != 3 || attribute_int(conv, "group", 1) != 1) return false;
   if (!all_ones(conv, "strides") || !all_ones(conv, "dilations")) return false;
   const int64_t k = w.dim(0), c = w.dim(1);
-  if (c < 96 || k < 96 || c * k > 256 * 256) return false;
+  if (c * k < 48 * (c + k) || c * k > 256 * 256) return false;
   if (!y.has_shape || y.shape.size() != 4 || !y.shape[2].is_known() || !y.shape[3].is_known()) return false;
   return y.shape[2].value * y.shape[3].value >= 56 * 56;
 }
