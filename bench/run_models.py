@@ -4,8 +4,9 @@ same models and the same inputs.
 
 Each measurement series (one engine, one model, one thread count) runs in a
 fresh process, so that neither engine's allocator, thread pool or caches
-colour the other's numbers, and the two engines alternate series by series so
-that a change of machine load hits both alike. Per model and thread count it
+colour the other's numbers. The two engines' series run side by side and take
+turns (--turns, each timing a share of its runs while the other waits), so
+that a change of machine speed hits both alike. Per model and thread count it
 reports the median latency of each engine (median of the series' medians,
 after warmup), the ratio onyx/onnxruntime, session creation time, the peak RSS
 of the series' process (ru_maxrss, which includes the Python interpreter and
@@ -97,15 +98,39 @@ def child_main(spec_path: str) -> int:
         # Enough runs to fill the time budget, within [min_runs, max_runs].
         per_run = statistics.median(warm) if warm else 0.01
         runs = int(min(spec["max_runs"], max(spec["min_runs"], math.ceil(spec["seconds"] / max(per_run, 1e-6)))))
-        times = []
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            outs = sess.run(None, feeds)
-            times.append(time.perf_counter() - t0)
+        turns = spec.get("turns", 1)
+        if turns > 1:
+            # Taking turns with the other engine's process: the parent says
+            # when; each turn times its share of the runs and reports their median.
+            print(json.dumps({"ready": True}), flush=True)
+            per_turn = max(1, math.ceil(runs / turns))
+            turn_ms, times = [], []
+            for line in sys.stdin:
+                if line.strip() != "turn":
+                    break
+                t = []
+                for _ in range(per_turn):
+                    t0 = time.perf_counter()
+                    outs = sess.run(None, feeds)
+                    t.append(time.perf_counter() - t0)
+                times += t
+                turn_ms.append(statistics.median(t) * 1e3)
+                print(json.dumps({"turn_ms": turn_ms[-1]}), flush=True)
+            runs = len(times)
+            median_ms = statistics.median(turn_ms)
+        else:
+            times = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                outs = sess.run(None, feeds)
+                times.append(time.perf_counter() - t0)
+            median_ms = statistics.median(times) * 1e3
+            turn_ms = []
         result.update(
             ok=True,
             runs=runs,
-            median_ms=statistics.median(times) * 1e3,
+            median_ms=median_ms,
+            turn_ms=turn_ms,
             min_ms=min(times) * 1e3,
             first_warm_ms=(warm[0] * 1e3) if warm else None,
         )
@@ -163,7 +188,8 @@ def make_inputs(model: Path, dest: Path, seed: int) -> None:
     np.savez(dest, **feeds)
 
 
-def run_series(args, engine: str, level: str, model: Path, inputs: Path, threads: int, work: Path, tag: str, keep_outputs: bool) -> dict:
+def series_spec(args, engine: str, level: str, model: Path, inputs: Path, threads: int, work: Path, tag: str,
+                keep_outputs: bool) -> tuple[dict, Path, dict]:
     spec = {
         "engine": engine,
         "level": level,
@@ -177,6 +203,7 @@ def run_series(args, engine: str, level: str, model: Path, inputs: Path, threads
         "ort_config": args.ort_config,
         "result": str(work / f"{tag}.json"),
         "outputs": str(work / f"{tag}.out.npz") if keep_outputs else None,
+        "turns": args.turns,
     }
     spec_path = work / f"{tag}.spec.json"
     spec_path.write_text(json.dumps(spec))
@@ -186,11 +213,11 @@ def run_series(args, engine: str, level: str, model: Path, inputs: Path, threads
     # Each engine sizes its own pool from intra_op_num_threads; keep OpenMP/BLAS
     # pools that a library might start from adding threads.
     env.setdefault("OMP_NUM_THREADS", str(threads))
-    log = work / f"{tag}.log"
-    with open(log, "wb") as f:
-        p = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child", str(spec_path)], stdout=f, stderr=subprocess.STDOUT, env=env)
-        _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
+    return spec, spec_path, env
+
+
+def series_result(spec: dict, p: subprocess.Popen, status: int, usage, log: Path, keep_outputs: bool) -> dict:
+    p.returncode = os.waitstatus_to_exitcode(status)
     res_path = Path(spec["result"])
     res = json.loads(res_path.read_text()) if res_path.exists() else {"ok": False}
     res["maxrss_mib"] = usage.ru_maxrss / 1024.0  # Linux reports KiB
@@ -201,6 +228,67 @@ def run_series(args, engine: str, level: str, model: Path, inputs: Path, threads
     if keep_outputs:
         res["outputs_file"] = spec["outputs"]
     return res
+
+
+def run_series(args, engine: str, level: str, model: Path, inputs: Path, threads: int, work: Path, tag: str,
+               keep_outputs: bool) -> dict:
+    """One series in a process of its own, alone on the machine."""
+    spec, spec_path, env = series_spec(args, engine, level, model, inputs, threads, work, tag, keep_outputs)
+    spec["turns"] = 1
+    spec_path.write_text(json.dumps(spec))
+    log = work / f"{tag}.log"
+    with open(log, "wb") as f:
+        p = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child", str(spec_path)], stdout=f,
+                             stderr=subprocess.STDOUT, env=env)
+        _, status, usage = os.wait4(p.pid, 0)
+    return series_result(spec, p, status, usage, log, keep_outputs)
+
+
+def run_series_pair(args, sides: list[tuple[str, str, str]], model: Path, inputs: Path, threads: int, work: Path,
+                    rep: int, name: str, keep_outputs: bool) -> dict[str, dict]:
+    """One series per engine, each in its own process, taking turns: both
+    processes create their session and warm up (one after the other), then
+    run --turns turns each, alternating (the first of each pair of turns
+    alternates too), with a pause between turns so that the threads of the
+    one that just ran are asleep before the other starts. A change of machine
+    speed over the series then hits both engines alike."""
+    procs = {}
+    for side, engine, level in sides:
+        tag = f"{name}_{threads}_{side}_{rep}"
+        spec, spec_path, env = series_spec(args, engine, level, model, inputs, threads, work, tag, keep_outputs)
+        log = work / f"{tag}.log"
+        err = open(log, "wb")
+        p = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child", str(spec_path)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, text=True)
+        line = p.stdout.readline()  # "ready" once created and warm, or nothing if it failed
+        procs[side] = (spec, p, log, err, bool(line.strip()))
+        time.sleep(args.turn_pause)
+    alive = [side for side, *_ in sides if procs[side][4]]
+    if len(alive) == len(sides):
+        for turn in range(args.turns):
+            order = alive if turn % 2 == 0 else alive[::-1]
+            for side in order:
+                p = procs[side][1]
+                p.stdin.write("turn\n")
+                p.stdin.flush()
+                if not p.stdout.readline().strip():
+                    alive.remove(side)
+                    break
+                time.sleep(args.turn_pause)
+            if len(alive) != len(sides):
+                break
+    out = {}
+    for side, *_ in sides:
+        spec, p, log, err, _ = procs[side]
+        try:
+            p.stdin.write("done\n")
+            p.stdin.close()
+        except OSError:
+            pass  # it already exited (failed)
+        _, status, usage = os.wait4(p.pid, 0)
+        err.close()
+        out[side] = series_result(spec, p, status, usage, log, keep_outputs)
+    return out
 
 
 def compare(ref_file: str, got_file: str) -> tuple[bool, float, float, str]:
@@ -317,8 +405,11 @@ def render(args, rows: list[dict], meta: dict) -> str:
     L.append("")
     L.append(
         f"Latency is the median of {args.repeats} series' medians, each series a fresh process "
-        f"({args.warmup} warmup runs, then {args.min_runs}–{args.max_runs} timed runs filling about {args.seconds:g} s), "
-        f"the engines alternating series by series; the range is the lowest and highest series median. "
+        f"({args.warmup} warmup runs, then {args.min_runs}–{args.max_runs} timed runs filling about {args.seconds:g} s"
+        + (f", in {args.turns} turns taken with the other engine's series, the series' median being the median of its "
+           f"turns' medians), the engines' processes alternating turn by turn with {args.turn_pause:g} s between turns; "
+           if args.turns > 1 else "), the engines alternating series by series; ")
+        + "the range is the lowest and highest series median. "
         + ("Ratio = ALL / DISABLE_ALL latency (below 1: the optimizer helps). " if levels else "Ratio = onyx / onnxruntime latency (below 1: onyx is faster). ")
         + "Create = session creation; RSS = peak resident memory of the series' process, Python and numpy included. "
         + f"Outputs compared with rtol {RTOL:g}, atol {ATOL:g}, {a_name} as the reference."
@@ -404,6 +495,10 @@ def main() -> int:
     ap.add_argument("--threads", default="1,2", help="intra-op thread counts (default 1,2)")
     ap.add_argument("--repeats", type=int, default=3, help="series per engine, model and thread count (default 3)")
     ap.add_argument("--seconds", type=float, default=3.0, help="timed seconds per series (default 3)")
+    ap.add_argument("--turns", type=int, default=10,
+                    help="turns per series: the two engines' processes take turns, each timing its share of the runs "
+                         "(default 10; 1: each series alone, one after the other)")
+    ap.add_argument("--turn-pause", type=float, default=0.05, help="seconds between turns (default 0.05)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed runs before timing (default 3)")
     ap.add_argument("--min-runs", type=int, default=10)
     ap.add_argument("--max-runs", type=int, default=500)
@@ -454,15 +549,25 @@ def main() -> int:
                 got: dict[str, list[dict]] = {"a": [], "b": []}
                 for rep in range(args.repeats):
                     order = ["a", "b"] if rep % 2 == 0 else ["b", "a"]
+                    if args.turns > 1:
+                        results = run_series_pair(args, [(side, *label[side][1:]) for side in order], model, npz,
+                                                  threads, work, rep, name, keep_outputs=(rep == 0))
+                    else:
+                        results = {}
+                        for side in order:
+                            _, engine, level = label[side]
+                            results[side] = run_series(args, engine, level, model, npz, threads, work,
+                                                       f"{name}_{threads}_{side}_{rep}", keep_outputs=(rep == 0))
+                    failed = False
                     for side in order:
                         _, engine, level = label[side]
-                        tag = f"{name}_{threads}_{side}_{rep}"
-                        r = run_series(args, engine, level, model, npz, threads, work, tag, keep_outputs=(rep == 0))
+                        r = results[side]
                         got[side].append(r)
                         status = f"{r['median_ms']:.2f} ms ({r['runs']} runs), create {r['create_s']:.2f} s, rss {r['maxrss_mib']:.0f} MiB" if r.get("ok") else f"FAILED: {r.get('error')}"
                         print(f"{name} t={threads} {engine}/{level} #{rep}: {status}", flush=True)
-                        if not r.get("ok"):
-                            break  # the same failure again teaches nothing
+                        failed = failed or not r.get("ok")
+                    if failed:
+                        break  # the same failure again teaches nothing
                 row = {"model": name, "threads": threads, "a": series_summary(got["a"]), "b": series_summary(got["b"]), "errors": []}
                 for side in ("a", "b"):
                     errs = sorted({r["error"] for r in got[side] if not r.get("ok") and r.get("error")})
