@@ -11,8 +11,9 @@
 //  - Conv / FusedConv with group 1 (regular; or, when X is not blocked and
 //    I < B, the first layer, which reads plain NCHW X) or depthwise (group ==
 //    I == O), except the 3x3 stride-1 convs that the NCHW Conv kernel's
-//    Winograd runs faster (prefers_winograd). The weight is reordered here, once: OIHWBiBo
-//    ([O/B][I/B][kh][kw][bi][bo]) for the regular case, OIHWBo otherwise.
+//    Winograd runs faster (prefers_winograd). The weight is reordered here,
+//    once: OIHWBiBo ([O/B][I/B][kh][kw][bi][bo]) for the regular case, OIHWBo
+//    otherwise.
 //    Channel counts that are not a multiple of B are padded to one (when
 //    that adds at most half again to the work): the
 //    weights and bias get zeros there, the blocked tensor's logical shape has

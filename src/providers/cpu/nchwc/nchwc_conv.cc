@@ -342,7 +342,7 @@ class NchwcConvKernel final : public Kernel {
     // else each group's weights (in chunks of taps) stay in L2 while the
     // task sweeps its pixels.
     const int64_t P = kernels_->max_pixels;
-    const int64_t groups = (out_blocks + F - 1) / F;
+    const int64_t groups = nchwc::group_count(out_blocks, F);
     const int64_t weight_bytes = static_cast<int64_t>(packed->data.size() * sizeof(float));
     const bool all_groups = form != ConvForm::kDepthwise && groups > 1 && weight_bytes <= kAllGroupsWeightBytes;
     const int64_t task_groups = all_groups ? 1 : groups;
