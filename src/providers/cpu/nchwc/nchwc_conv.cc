@@ -391,6 +391,14 @@ class NchwcConvKernel final : public Kernel {
     // than the others' and no task is empty.
     const int64_t unit_pixels = form == ConvForm::kDepthwise ? 2 * out_w : direct ? out_w : P;
     const int64_t units = (out_hw + unit_pixels - 1) / unit_pixels;
+    if (direct && ranges > threads) {
+      // Direct ranges are whole rows, and a range's clipped columns go down
+      // the column in tiles of its rows: ranges of a row or two (SqueezeNet's
+      // 13 x 13 and 27 x 27 planes took 13 and 16) run their edge pixels in
+      // tiles of one or two. Fewer ranges, of 8 rows or more where the plane
+      // allows, a multiple of the threads.
+      ranges = threads * std::clamp<int64_t>(units / (8 * threads), 1, ranges / threads);
+    }
     ranges = std::max<int64_t>(1, std::min(ranges, units));
     const int64_t task_count = outer * ranges;
     const double macs_per_task = static_cast<double>(out_hw) / static_cast<double>(ranges) *
