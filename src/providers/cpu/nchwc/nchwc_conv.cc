@@ -167,7 +167,12 @@ class NchwcConvKernel final : public Kernel {
     post_activation_ = !nchwc::register_activation(fused_, activation_);
 
     if (const Tensor* w = info.constant_input(1)) {
-      const Status s = prepare_weights(*w, packed_);
+      // A W that this node alone reads, in a buffer of its own (the layout
+      // pass's reordered weight), is packed where it is and kept, instead of
+      // into a copy: writing a copy into fresh pages was a third of creating
+      // a session of Inception-v1 here.
+      const bool adopt = info.consumes_constant(1) && w->owns_buffer_alone() && w->device().is_cpu();
+      const Status s = prepare_weights(*w, packed_, adopt);
       if (!s.is_ok()) throw Error(s);
       prepacked_ = true;
     }
@@ -308,8 +313,8 @@ class NchwcConvKernel final : public Kernel {
     base.x_block_stride = plane;
     base.taps = taps.data();
     base.tap_count = tap_count;
-    base.w = packed->data.data();
-    base.weight_count = static_cast<int64_t>(packed->data.size());
+    base.w = packed->weights;
+    base.weight_count = packed->weight_count;
     base.out_w = out_w;
     base.y_block_stride = out_hw * B;
     base.bias = bias;
@@ -343,7 +348,7 @@ class NchwcConvKernel final : public Kernel {
     // task sweeps its pixels.
     const int64_t P = kernels_->max_pixels;
     const int64_t groups = nchwc::group_count(out_blocks, F);
-    const int64_t weight_bytes = static_cast<int64_t>(packed->data.size() * sizeof(float));
+    const int64_t weight_bytes = packed->weight_count * static_cast<int64_t>(sizeof(float));
     const bool all_groups = form != ConvForm::kDepthwise && groups > 1 && weight_bytes <= kAllGroupsWeightBytes;
     const int64_t task_groups = all_groups ? 1 : groups;
     base.prefetch_weights = !all_groups && form != ConvForm::kDepthwise;
@@ -466,7 +471,10 @@ class NchwcConvKernel final : public Kernel {
   struct Packed {
     ConvForm form = ConvForm::kRegular;
     int64_t out_channels = 0, in_channels = 0, kernel_h = 0, kernel_w = 0;
+    const float* weights = nullptr;  // packed W: in data, or in adopted's buffer
+    int64_t weight_count = 0;
     std::vector<float> data;
+    Tensor adopted;
   };
 
   Status check_bias(const Tensor& b, int64_t out_channels = -1) const {
@@ -482,8 +490,9 @@ class NchwcConvKernel final : public Kernel {
     return Status::ok();
   }
 
-  // Checks W against the attributes and the block size and packs it.
-  Status prepare_weights(const Tensor& w, Packed& out) const {
+  // Checks W against the attributes and the block size and packs it: into
+  // out.data, or with `adopt` in W's own buffer, which out.adopted then keeps.
+  Status prepare_weights(const Tensor& w, Packed& out, bool adopt = false) const {
     const int64_t B = block_;
     if (w.dtype() != DataType::kFloat || w.rank() != 4) {
       return invalid_argument(label_, ": input W must be a 4-D float tensor [O, I/group, kh, kw], got ", w.describe());
@@ -522,13 +531,31 @@ class NchwcConvKernel final : public Kernel {
                            "(group == O, W [O,1,kh,kw]) convolution");
     }
     const float* src = w.data<float>();
+    const int64_t tap_lanes = out.in_channels * kh * kw;  // floats of B per output block
+    out.weight_count = w.size();
+    if (adopt) {
+      out.adopted = w;
+      out.weights = src;
+      if (out.form == ConvForm::kDepthwise) return Status::ok();  // packed as given
+      // Each group's blocks are packed within the group's own span.
+      float* data = const_cast<float*>(src);
+      const int64_t F = kernels_->max_filter_blocks, blocks = o / B, groups = nchwc::group_count(blocks, F);
+      std::vector<float> group_copy;
+      for (int64_t g = 0; g < groups; ++g) {
+        const int64_t ob0 = group_begin(g, groups, blocks), nob = group_begin(g + 1, groups, blocks) - ob0;
+        float* span = data + ob0 * tap_lanes * B;
+        group_copy.assign(span, span + nob * tap_lanes * B);
+        nchwc::pack_filter_groups(group_copy.data(), nob, tap_lanes, B, nob, span);
+      }
+      return Status::ok();
+    }
     out.data.resize(static_cast<size_t>(w.size()));
+    out.weights = out.data.data();
     if (out.form == ConvForm::kDepthwise) {
       std::copy(src, src + w.size(), out.data.begin());
       return Status::ok();
     }
-    nchwc::pack_filter_groups(src, o / B, out.in_channels * kh * kw, B, kernels_->max_filter_blocks,
-                              out.data.data());
+    nchwc::pack_filter_groups(src, o / B, tap_lanes, B, kernels_->max_filter_blocks, out.data.data());
     return Status::ok();
   }
 
