@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "providers/cpu/nchwc/nchwc_kernels.h"
+#include "providers/kernel.h"
 
 namespace onyx::cpu {
 
@@ -37,6 +38,14 @@ const nchwc::Kernels* nchwc::kernels() {
     }
   }();
   return chosen;
+}
+
+const nchwc::Kernels* nchwc::required_kernels(const KernelInfo& info) {
+  const Kernels* k = kernels();
+  if (k == nullptr) {
+    throw Error(not_implemented(info.label(), ": the NCHWc layout needs a CPU with AVX2 and FMA, or AVX-512F"));
+  }
+  return k;
 }
 
 }  // namespace onyx::cpu

@@ -37,8 +37,6 @@ using nchwc::ConvJob;
 using nchwc::group_begin;
 using nchwc::Kernels;
 
-// Bytes of packed weights one task keeps reading while it sweeps its pixels.
-constexpr int64_t kWeightChunkBytes = 256 * 1024;
 // Up to this much packed W, a task computes all output blocks of its pixels.
 constexpr int64_t kAllGroupsWeightBytes = 384 * 1024;
 
@@ -154,10 +152,7 @@ class EdgeWindows {
 class NchwcConvKernel final : public Kernel {
  public:
   explicit NchwcConvKernel(const KernelInfo& info) : label_(info.label()) {
-    kernels_ = nchwc::kernels();
-    if (kernels_ == nullptr) {
-      throw Error(not_implemented(label_, ": the NCHWc layout needs a CPU with AVX2 and FMA, or AVX-512F"));
-    }
+    kernels_ = nchwc::required_kernels(info);
     block_ = kernels_->block;
     window_ = nchwc::Window2D::parse(info, /*needs_kernel_shape=*/false);
     group_ = info.attr_int("group", 1);
@@ -240,7 +235,7 @@ class NchwcConvKernel final : public Kernel {
     const int64_t tap_count = tap_planes * kh * kw;
     const int64_t F = form == ConvForm::kDepthwise ? 1 : kernels_->max_filter_blocks;
     const int64_t max_chunk_taps =
-        std::max<int64_t>(1, kWeightChunkBytes / (F * lanes * B * static_cast<int64_t>(sizeof(float))));
+        std::max<int64_t>(1, nchwc::kWeightChunkBytes / (F * lanes * B * static_cast<int64_t>(sizeof(float))));
     // Y may take Sum's buffer when Sum is not read after this node: each
     // output element is then read as Sum and written as Y in the same
     // write-back. That holds when every tile takes all taps at once (a

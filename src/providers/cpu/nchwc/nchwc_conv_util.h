@@ -12,6 +12,11 @@
 
 namespace onyx::cpu::nchwc {
 
+// Bytes of packed weights a tile pass keeps reading while it sweeps its
+// pixels: the taps of a convolution go in chunks of about this much, so that
+// their weights stay in L2.
+constexpr int64_t kWeightChunkBytes = 256 * 1024;
+
 // Output blocks are computed in `groups` groups of at most F blocks whose
 // sizes differ by at most one (10 blocks: 4, 3, 3, not 4, 4, 2), so that
 // tasks of one group each cost about the same. Group g starts at block:

@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <cstdint>
 
+namespace onyx {
+class KernelInfo;
+}
+
 namespace onyx::cpu::nchwc {
 
 // Taps [lo, hi) of a window starting at input index `start` (stride
@@ -128,5 +132,8 @@ const Kernels* avx512_kernels();
 const Kernels* avx2_kernels();
 // The kernels for nchwc_block_size(), or null when it is 1.
 const Kernels* kernels();
+// kernels() for an op kernel being created: throws onyx::Error naming the
+// node when the CPU has neither AVX2 with FMA nor AVX-512F.
+const Kernels* required_kernels(const KernelInfo& info);
 
 }  // namespace onyx::cpu::nchwc

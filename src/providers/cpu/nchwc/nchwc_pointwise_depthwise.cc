@@ -35,16 +35,11 @@ using nchwc::Kernels;
 // Bytes of T a band holds (all channel blocks of its rows): with the input
 // rows and the pointwise weights, well inside a core's L2.
 constexpr int64_t kBandBytes = 256 * 1024;
-// Bytes of pointwise weights one tile pass keeps reading.
-constexpr int64_t kWeightChunkBytes = 256 * 1024;
 
 class PointwiseDepthwiseKernel final : public Kernel {
  public:
   explicit PointwiseDepthwiseKernel(const KernelInfo& info) : label_(info.label()) {
-    kernels_ = nchwc::kernels();
-    if (kernels_ == nullptr) {
-      throw Error(not_implemented(label_, ": the NCHWc layout needs a CPU with AVX2 and FMA, or AVX-512F"));
-    }
+    kernels_ = nchwc::required_kernels(info);
     block_ = kernels_->block;
     window_ = nchwc::Window2D::parse(info, /*needs_kernel_shape=*/false);
     group_ = info.attr_int("group", 0);
@@ -150,7 +145,7 @@ class PointwiseDepthwiseKernel final : public Kernel {
     const Kernels* k = kernels_;
     const int64_t F = k->max_filter_blocks, groups = nchwc::group_count(blocks, F);
     const int64_t max_chunk_taps =
-        std::max<int64_t>(1, kWeightChunkBytes / (F * B * B * static_cast<int64_t>(sizeof(float))));
+        std::max<int64_t>(1, nchwc::kWeightChunkBytes / (F * B * B * static_cast<int64_t>(sizeof(float))));
     const int64_t chunk_count = (in_blocks + max_chunk_taps - 1) / max_chunk_taps;
     const int64_t chunk_taps = (in_blocks + chunk_count - 1) / chunk_count;
     const float* x_data = x->data<float>();

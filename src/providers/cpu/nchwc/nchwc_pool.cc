@@ -15,14 +15,6 @@
 namespace onyx::cpu {
 namespace {
 
-const nchwc::Kernels* required_kernels(const KernelInfo& info) {
-  const nchwc::Kernels* k = nchwc::kernels();
-  if (k == nullptr) {
-    throw Error(not_implemented(info.label(), ": the NCHWc layout needs a CPU with AVX2 and FMA, or AVX-512F"));
-  }
-  return k;
-}
-
 // X: float, rank 4, channels a multiple of B.
 Status check_blocked_input(const std::string& label, const Tensor* x, int64_t block) {
   if (x == nullptr) return invalid_argument(label, ": input X is required");
@@ -39,7 +31,7 @@ Status check_blocked_input(const std::string& label, const Tensor* x, int64_t bl
 template <bool kIsMax>
 class NchwcPoolKernel final : public Kernel {
  public:
-  explicit NchwcPoolKernel(const KernelInfo& info) : label_(info.label()), kernels_(required_kernels(info)) {
+  explicit NchwcPoolKernel(const KernelInfo& info) : label_(info.label()), kernels_(nchwc::required_kernels(info)) {
     window_ = nchwc::Window2D::parse(info, /*needs_kernel_shape=*/true);
     count_include_pad_ = info.attr_int("count_include_pad", 0) != 0;
     if (kIsMax && info.output_count() > 1 && info.node().outputs[1] != graph::kNoValue) {
@@ -86,7 +78,7 @@ class NchwcPoolKernel final : public Kernel {
 template <bool kIsMax>
 class NchwcGlobalPoolKernel final : public Kernel {
  public:
-  explicit NchwcGlobalPoolKernel(const KernelInfo& info) : label_(info.label()), kernels_(required_kernels(info)) {}
+  explicit NchwcGlobalPoolKernel(const KernelInfo& info) : label_(info.label()), kernels_(nchwc::required_kernels(info)) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor* x = ctx.input_tensor(0);

@@ -14,14 +14,6 @@
 namespace onyx::cpu {
 namespace {
 
-const nchwc::Kernels* required_kernels(const KernelInfo& info) {
-  const nchwc::Kernels* k = nchwc::kernels();
-  if (k == nullptr) {
-    throw Error(not_implemented(info.label(), ": the NCHWc layout needs a CPU with AVX2 and FMA, or AVX-512F"));
-  }
-  return k;
-}
-
 Status check_float4(const std::string& label, const Tensor* x) {
   if (x == nullptr) return invalid_argument(label, ": input X is required");
   if (x->dtype() != DataType::kFloat || x->rank() != 4) {
@@ -33,7 +25,7 @@ Status check_float4(const std::string& label, const Tensor* x) {
 class ReorderInputKernel final : public Kernel {
  public:
   explicit ReorderInputKernel(const KernelInfo& info)
-      : label_(info.label()), kernels_(required_kernels(info)), block_(kernels_->block), channels_last_(info.attr_int("channels_last", 0) != 0) {}
+      : label_(info.label()), kernels_(nchwc::required_kernels(info)), block_(kernels_->block), channels_last_(info.attr_int("channels_last", 0) != 0) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor* x = ctx.input_tensor(0);
@@ -74,7 +66,7 @@ class ReorderOutputKernel final : public Kernel {
  public:
   explicit ReorderOutputKernel(const KernelInfo& info)
       : label_(info.label()),
-        kernels_(required_kernels(info)), block_(kernels_->block),
+        kernels_(nchwc::required_kernels(info)), block_(kernels_->block),
         channels_(info.attr_int("channels", -1)),
         channels_last_(info.attr_int("channels_last", 0) != 0) {
     if (channels_ <= 0) throw Error(invalid_model(label_, ": attribute channels must be positive, got ", channels_));
