@@ -167,6 +167,15 @@ graph::Node make_node(const std::string& op_type, const std::string& domain, int
   return node;
 }
 
+bool attribute_ints_all(const graph::Node& node, const std::string& name, int64_t value) {
+  const graph::Attribute* a = node.attribute(name);
+  if (a == nullptr) return true;
+  for (int64_t v : a->ints) {
+    if (v != value) return false;
+  }
+  return true;
+}
+
 int64_t attribute_int(const graph::Node& node, const std::string& name, int64_t default_value) {
   const graph::Attribute* a = node.attribute(name);
   return a != nullptr && a->type == graph::AttributeType::kInt ? a->i : default_value;

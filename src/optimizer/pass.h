@@ -114,6 +114,8 @@ graph::Node make_node(const std::string& op_type, const std::string& domain, int
 // Integer attribute with a default.
 int64_t attribute_int(const graph::Node& node, const std::string& name, int64_t default_value);
 float attribute_float(const graph::Node& node, const std::string& name, float default_value);
+// True when every value of the ints attribute `name` is `value` (or it is absent).
+bool attribute_ints_all(const graph::Node& node, const std::string& name, int64_t value);
 // True when a node is `op_type` in the ONNX domain.
 inline bool is_op(const graph::Node& node, const char* op_type) { return node.domain.empty() && node.op_type == op_type; }
 // True when the node holds a subgraph attribute (If, Loop, Scan, ...).

@@ -33,15 +33,6 @@ bool is_nchwc_conv(const graph::Node& n) {
          (n.inputs.size() < 4 || n.inputs[3] == graph::kNoValue);  // no Sum
 }
 
-bool all_equal(const graph::Node& n, const char* name, int64_t value) {
-  const graph::Attribute* a = n.attribute(name);
-  if (a == nullptr) return true;
-  for (int64_t v : a->ints) {
-    if (v != value) return false;
-  }
-  return true;
-}
-
 // Activations the fused kernel applies in registers (not Sigmoid or Tanh).
 bool register_activation(const graph::Node& n) {
   const graph::Attribute* a = n.attribute("activation");
@@ -61,7 +52,7 @@ class NchwcPointwiseDepthwiseFusion final : public Pass {
     if (pw_index < 0 || !ctx.only_used_by(t, index)) return std::nullopt;
     const graph::Node& pw = ctx.node(static_cast<size_t>(pw_index));
     if (!is_nchwc_conv(pw) || !register_activation(pw) || attribute_int(pw, "group", 1) != 1) return std::nullopt;
-    if (!all_equal(pw, "strides", 1) || !all_equal(pw, "pads", 0)) return std::nullopt;
+    if (!attribute_ints_all(pw, "strides", 1) || !attribute_ints_all(pw, "pads", 0)) return std::nullopt;
     if (const graph::Attribute* ap = pw.attribute("auto_pad"); ap != nullptr && ap->s != "NOTSET" && ap->s != "VALID")
       return std::nullopt;
     const Tensor* w1 = ctx.constant(pw.inputs[1]);

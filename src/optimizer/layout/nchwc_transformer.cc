@@ -107,15 +107,6 @@ Tensor pad_vector(const float* v, int64_t count, int64_t padded) {
   return out;
 }
 
-bool all_ones(const graph::Node& n, const char* name) {
-  const graph::Attribute* a = n.attribute(name);
-  if (a == nullptr) return true;
-  for (int64_t v : a->ints) {
-    if (v != 1) return false;
-  }
-  return true;
-}
-
 // 3x3 stride-1 convolutions run 20-30% faster through the NCHW Conv
 // kernel's Winograd F(2x2, 3x3) than through the blocked direct kernel when
 // they have enough channels, per node at 1 and 2 threads (VGG-19's 128 x 128
@@ -133,7 +124,7 @@ bool all_ones(const graph::Node& n, const char* name) {
 // nn::winograd_applies.
 bool prefers_winograd(const graph::Node& conv, const Tensor& w, const graph::TypeAndShape& y) {
   if (w.rank() != 4 || w.dim(2) != 3 || w.dim(3) != 3 || attribute_int(conv, "group", 1) != 1) return false;
-  if (!all_ones(conv, "strides") || !all_ones(conv, "dilations")) return false;
+  if (!attribute_ints_all(conv, "strides", 1) || !attribute_ints_all(conv, "dilations", 1)) return false;
   const int64_t k = w.dim(0), c = w.dim(1);
   if (c * k < 48 * (c + k) || c * k > 256 * 256) return false;
   if (!y.has_shape || y.shape.size() != 4 || !y.shape[2].is_known() || !y.shape[3].is_known()) return false;
