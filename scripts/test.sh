@@ -11,6 +11,9 @@ jobs=$(nproc)
 # afresh each time): paths are hashed relative to the checkout.
 export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 
+echo "== include layering"
+scripts/check_layers.sh
+
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j "$jobs"
 

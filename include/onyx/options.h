@@ -32,6 +32,9 @@ struct SessionOptions {
   bool enable_mem_pattern = true;
   bool enable_cpu_mem_arena = true;
   std::map<std::string, std::string> config_entries;
+  // Options per execution provider name, as onnxruntime's (name, options)
+  // pairs: {"OpenVINOExecutionProvider": {"device_type": "CPU"}}.
+  std::map<std::string, std::map<std::string, std::string>> provider_options;
 };
 
 struct RunOptions {

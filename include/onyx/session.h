@@ -38,12 +38,49 @@ struct ModelMetadata {
 
 using Feeds = std::vector<std::pair<std::string, Value>>;
 
+// Inputs and outputs bound to memory before a run (onnxruntime's I/O
+// binding): inputs may live on a provider's device, and outputs stay in the
+// memory they are bound to (a device, or a caller's tensor) instead of
+// coming back to the host.
+class IoBinding {
+ public:
+  void bind_input(const std::string& name, Value value);
+  // The output is left in `device`'s memory (copied there if made elsewhere).
+  void bind_output(const std::string& name, Device device = {});
+  // The output is written into `destination` (same type and shape), which
+  // the caller owns.
+  void bind_output(const std::string& name, Tensor destination);
+  void clear_inputs() { inputs_.clear(); }
+  void clear_outputs() {
+    outputs_.clear();
+    results_.clear();
+  }
+  const Feeds& inputs() const { return inputs_; }
+  std::vector<std::string> output_names() const;
+  // The outputs of the last run, in the order they were bound.
+  const std::vector<Value>& outputs() const { return results_; }
+
+ private:
+  friend class InferenceSession;
+  struct Output {
+    std::string name;
+    Device device;
+    Tensor destination;  // defined when bound to a caller's tensor
+  };
+  Feeds inputs_;
+  std::vector<Output> outputs_;
+  std::vector<Value> results_;
+};
+
 class InferenceSession {
  public:
   // Loads, checks and prepares the model; throws onyx::Error with a message
   // that names what is wrong (every unsupported op at once).
   // `providers` is an ordered list of provider names ("CPUExecutionProvider"
-  // is always appended as the fallback when missing).
+  // is always appended as the fallback when missing), with their options in
+  // SessionOptions::provider_options. A provider that cannot load is an
+  // error, unless the CPU provider is listed after it: then a warning, and
+  // the session runs without it.
   static std::unique_ptr<InferenceSession> from_file(const std::string& path, const SessionOptions& options = {},
                                                      const std::vector<std::string>& providers = {});
   static std::unique_ptr<InferenceSession> from_bytes(std::string_view bytes, const SessionOptions& options = {},
@@ -57,6 +94,17 @@ class InferenceSession {
   // Same, with errors as a Status instead of an exception.
   Status run(const std::vector<std::string>& output_names, const Feeds& feeds, const RunOptions& run_options,
              std::vector<Value>* outputs) const;
+  // Runs with the inputs and outputs of `binding`; its outputs() hold the
+  // results where they were bound.
+  void run_with_binding(IoBinding& binding, const RunOptions& run_options = {}) const;
+
+  // Memory of `device` from the session's provider for it (nullptr when the
+  // session has none): for tensors fed to, or bound on, that device.
+  Allocator* allocator(const Device& device) const;
+  // A copy of `tensor` in `device`'s memory, through the session's providers.
+  Tensor copy_to(const Tensor& tensor, const Device& device) const;
+  // The options each provider runs with, by provider name.
+  std::map<std::string, std::map<std::string, std::string>> provider_options() const;
 
   const std::vector<ValueMetadata>& inputs() const;
   const std::vector<ValueMetadata>& outputs() const;

@@ -18,18 +18,42 @@ using Shape = std::vector<int64_t>;
 int64_t shape_size(const Shape& shape);
 std::string shape_to_string(const Shape& shape);
 
-enum class DeviceType : int32_t { kCpu = 0, kCuda = 1, kTest = 100 };
+enum class DeviceType : int32_t { kCpu = 0, kCuda = 1, kVulkan = 2, kOpenVino = 3, kTest = 100 };
 
+// Which memory of a device: its own (kDefault), host memory the device can
+// reach fast (kHostPinned, for staging copies), or device memory the host can
+// read and write directly (kHostAccessible, e.g. unified memory).
+enum class MemoryType : int32_t { kDefault = 0, kHostPinned = 1, kHostAccessible = 2 };
+
+// The memory descriptor every tensor carries: device type, device id and
+// memory type. Host code may dereference a tensor's data only when
+// host_readable() holds.
 struct Device {
   DeviceType type = DeviceType::kCpu;
   int32_t id = 0;
-  bool operator==(const Device& other) const { return type == other.type && id == other.id; }
+  MemoryType memory = MemoryType::kDefault;
+  bool operator==(const Device& other) const { return type == other.type && id == other.id && memory == other.memory; }
   bool operator!=(const Device& other) const { return !(*this == other); }
+  bool operator<(const Device& other) const {
+    if (type != other.type) return type < other.type;
+    if (id != other.id) return id < other.id;
+    return memory < other.memory;
+  }
   bool is_cpu() const { return type == DeviceType::kCpu; }
+  // The same device and id (any memory type).
+  bool same_device(const Device& other) const { return type == other.type && id == other.id; }
+  // Host code may read and write this memory directly.
+  bool host_readable() const { return type == DeviceType::kCpu || memory != MemoryType::kDefault; }
 };
 
-// Hands out device memory. Implementations are thread-safe.
-class Allocator {
+// "Cpu", "Cuda:0", "Test:1 (pinned)".
+std::string device_to_string(const Device& device);
+
+// Hands out device memory. Implementations are thread-safe. An allocator
+// owned through a shared_ptr (a session's arena, a provider's device memory)
+// is kept alive by every tensor it allocated, so outputs may outlive the
+// session that made them.
+class Allocator : public std::enable_shared_from_this<Allocator> {
  public:
   virtual ~Allocator() = default;
   virtual void* allocate(size_t bytes) = 0;

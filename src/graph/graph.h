@@ -46,8 +46,21 @@ struct TypeAndShape {
 };
 
 enum class AttributeType {
-  kUndefined, kFloat, kInt, kString, kTensor, kGraph, kSparseTensor, kTypeProto,
-  kFloats, kInts, kStrings, kTensors, kGraphs, kSparseTensors, kTypeProtos,
+  kUndefined,
+  kFloat,
+  kInt,
+  kString,
+  kTensor,
+  kGraph,
+  kSparseTensor,
+  kTypeProto,
+  kFloats,
+  kInts,
+  kStrings,
+  kTensors,
+  kGraphs,
+  kSparseTensors,
+  kTypeProtos,
 };
 
 struct Attribute {
@@ -79,12 +92,18 @@ constexpr int32_t kNoValue = -1;  // an omitted optional input or output
 struct Node {
   std::string name;
   std::string op_type;
-  std::string domain;  // "" for ai.onnx
-  int32_t since_version = 0;  // resolved schema version (or the domain's opset)
-  int32_t opset = 0;          // the model's opset for this node's domain
+  std::string domain;            // "" for ai.onnx
+  int32_t since_version = 0;     // resolved schema version (or the domain's opset)
+  int32_t opset = 0;             // the model's opset for this node's domain
   std::vector<int32_t> inputs;   // value ids, kNoValue where omitted
   std::vector<int32_t> outputs;  // value ids, kNoValue where omitted
   std::map<std::string, Attribute> attributes;
+  // The provider that runs this node, set by the session's partitioning
+  // (empty before it).
+  std::string execution_provider;
+  // A fused node (made by partitioning for a compiling provider): the group
+  // of nodes it stands for, as a standalone graph its provider compiles.
+  std::shared_ptr<Graph> fused_graph;
 
   const Attribute* attribute(const std::string& attr_name) const {
     auto it = attributes.find(attr_name);
@@ -97,8 +116,8 @@ struct Node {
 
 struct ValueEntry {
   std::string name;
-  TypeAndShape info;       // from value_info / inference; may be unknown
-  int32_t producer = -1;   // node index, -1 for inputs, initializers and outer scope
+  TypeAndShape info;      // from value_info / inference; may be unknown
+  int32_t producer = -1;  // node index, -1 for inputs, initializers and outer scope
   bool is_graph_input = false;
   bool is_initializer = false;
   bool is_outer_scope = false;  // defined by an enclosing graph
@@ -109,10 +128,10 @@ class Graph {
   std::string name;
   std::vector<Node> nodes;
   std::vector<ValueEntry> values;
-  std::vector<int32_t> inputs;   // graph inputs (initializers that are also inputs included, in order)
+  std::vector<int32_t> inputs;  // graph inputs (initializers that are also inputs included, in order)
   std::vector<int32_t> outputs;
   std::unordered_map<int32_t, Tensor> initializers;  // value id -> constant
-  std::vector<int32_t> outer_scope_values;             // ids of values that come from an enclosing graph
+  std::vector<int32_t> outer_scope_values;           // ids of values that come from an enclosing graph
 
   // Finds or adds a value by name.
   int32_t value_id(const std::string& value_name);

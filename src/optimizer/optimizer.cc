@@ -20,8 +20,10 @@ namespace {
 constexpr int kMaxSweepsPerPass = 32;
 constexpr int kMaxRoundsPerLevel = 8;
 
-std::vector<std::unique_ptr<Pass>> basic_passes() {
-  std::vector<std::unique_ptr<Pass>> passes;
+}  // namespace
+
+PassList basic_passes() {
+  PassList passes;
   passes.push_back(make_constant_folding_pass());
   passes.push_back(make_shape_folding_pass());
   passes.push_back(make_dead_code_elimination_pass());
@@ -34,8 +36,8 @@ std::vector<std::unique_ptr<Pass>> basic_passes() {
   return passes;
 }
 
-std::vector<std::unique_ptr<Pass>> extended_passes() {
-  std::vector<std::unique_ptr<Pass>> passes;
+PassList extended_passes() {
+  PassList passes;
   // Linear layers first, as nn.Linear writes them, so the fusions below see
   // GPT-2 and TensorFlow exports the same way; attention before
   // matmul_scale_fusion, which would take its Q·Kᵀ apart.
@@ -55,14 +57,7 @@ std::vector<std::unique_ptr<Pass>> extended_passes() {
   return passes;
 }
 
-std::vector<std::unique_ptr<Pass>> layout_passes() {
-  std::vector<std::unique_ptr<Pass>> passes;
-  passes.push_back(make_nchwc_transformer_pass());
-  passes.push_back(make_nchwc_pointwise_depthwise_fusion_pass());
-  // The original weights of the convolutions it rewrote.
-  passes.push_back(make_dead_code_elimination_pass());
-  return passes;
-}
+namespace {
 
 std::string unique_name(const graph::Graph& graph, const std::string& base) {
   if (graph.find_value(base) < 0) return base;
@@ -123,7 +118,7 @@ class PatchSet {
     };
     std::unordered_set<size_t> removing(patch.remove_nodes.begin(), patch.remove_nodes.end());
     for (size_t n : patch.remove_nodes) {
-      if (n >= ctx_.node_count()) return false;
+      if (n >= ctx_.node_count() || !ctx_.owns(n)) return false;
     }
     std::unordered_set<int32_t> alive;
     for (const auto& [from, to] : patch.replace_uses) {
@@ -170,7 +165,8 @@ class PatchSet {
   std::vector<Patch> patches_;
 };
 
-Status apply_patches(graph::Graph& graph, std::vector<Patch>& patches, PassStatistics& stats) {
+Status apply_patches(graph::Graph& graph, std::vector<Patch>& patches, const std::string& owner,
+                     PassStatistics& stats) {
   std::vector<char> removed(graph.nodes.size(), 0);
   std::unordered_map<int32_t, int32_t> alias;
   std::vector<graph::Node> added;
@@ -203,6 +199,7 @@ Status apply_patches(graph::Graph& graph, std::vector<Patch>& patches, PassStati
     for (graph::Node& node : patch.add_nodes) {
       for (int32_t& in : node.inputs) in = map(in);
       for (int32_t& out : node.outputs) out = map(out);
+      if (!owner.empty()) node.execution_provider = owner;
       added.push_back(std::move(node));
       ++stats.nodes_added;
     }
@@ -243,17 +240,20 @@ Status verify_graph_in(const graph::Graph& graph, const std::unordered_set<std::
     defined[static_cast<size_t>(id)] = 1;
   }
   for (const auto& [id, tensor] : graph.initializers) {
-    if (id < 0 || id >= count) return invalid_model("graph '", graph.name, "': initializer id ", id, " is out of range");
+    if (id < 0 || id >= count)
+      return invalid_model("graph '", graph.name, "': initializer id ", id, " is out of range");
     if (!graph.values[static_cast<size_t>(id)].is_initializer) {
       return invalid_model("graph '", graph.name, "': initializer '", graph.value_name(id), "' is not flagged as one");
     }
     if (graph.values[static_cast<size_t>(id)].producer >= 0) {
-      return invalid_model("graph '", graph.name, "': initializer '", graph.value_name(id), "' is also produced by a node");
+      return invalid_model("graph '", graph.name, "': initializer '", graph.value_name(id),
+                           "' is also produced by a node");
     }
     defined[static_cast<size_t>(id)] = 1;
   }
   for (int32_t id : graph.outer_scope_values) {
-    if (id < 0 || id >= count) return invalid_model("graph '", graph.name, "': outer value id ", id, " is out of range");
+    if (id < 0 || id >= count)
+      return invalid_model("graph '", graph.name, "': outer value id ", id, " is out of range");
     defined[static_cast<size_t>(id)] = 1;
   }
   for (size_t i = 0; i < graph.values.size(); ++i) {
@@ -276,7 +276,8 @@ Status verify_graph_in(const graph::Graph& graph, const std::unordered_set<std::
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       const int32_t out = node.outputs[o];
       if (out == graph::kNoValue) continue;
-      if (out < 0 || out >= count) return invalid_model(node.label(n), ": output ", o, " has id ", out, " out of range");
+      if (out < 0 || out >= count)
+        return invalid_model(node.label(n), ": output ", o, " has id ", out, " out of range");
       const graph::ValueEntry& v = graph.values[static_cast<size_t>(out)];
       if (produced[static_cast<size_t>(out)]) {
         return invalid_model(node.label(n), ": output '", v.name, "' is produced twice");
@@ -319,28 +320,15 @@ bool level_at_least(GraphOptimizationLevel level, GraphOptimizationLevel wanted)
 
 Status verify_graph(const graph::Graph& graph) { return verify_graph_in(graph, {}); }
 
-std::vector<std::string> pass_names(GraphOptimizationLevel level) {
-  std::vector<std::string> names;
-  if (level_at_least(level, GraphOptimizationLevel::kEnableBasic)) {
-    for (const auto& p : basic_passes()) names.push_back(p->name());
-  }
-  if (level_at_least(level, GraphOptimizationLevel::kEnableExtended)) {
-    for (const auto& p : extended_passes()) names.push_back(p->name());
-  }
-  if (level_at_least(level, GraphOptimizationLevel::kEnableLayout)) {
-    for (const auto& p : layout_passes()) names.push_back(p->name());
-  }
-  return names;
+Result<std::vector<PassStatistics>> optimize_graph(graph::Graph& graph, const OptimizerOptions& options) {
+  std::vector<PassList> levels;
+  if (level_at_least(options.level, GraphOptimizationLevel::kEnableBasic)) levels.push_back(basic_passes());
+  return run_passes(graph, levels, options);
 }
 
-Result<std::vector<PassStatistics>> optimize_graph(graph::Graph& graph, const OptimizerOptions& options) {
+Result<std::vector<PassStatistics>> run_passes(graph::Graph& graph, std::vector<PassList>& levels,
+                                               const OptimizerOptions& options) {
   std::vector<PassStatistics> all_stats;
-  std::vector<std::vector<std::unique_ptr<Pass>>> levels;
-  if (level_at_least(options.level, GraphOptimizationLevel::kEnableBasic)) levels.push_back(basic_passes());
-  if (level_at_least(options.level, GraphOptimizationLevel::kEnableExtended)) {
-    levels.push_back(extended_passes());
-  }
-  if (level_at_least(options.level, GraphOptimizationLevel::kEnableLayout)) levels.push_back(layout_passes());
   if (levels.empty()) return all_stats;
 
   graph::InferenceOptions inference;
@@ -378,7 +366,7 @@ Result<std::vector<PassStatistics>> optimize_graph(graph::Graph& graph, const Op
               if (patch) set.add(std::move(*patch));
             }
             if (!set.patches().empty()) {
-              Status applied = apply_patches(graph, set.patches(), stats);
+              Status applied = apply_patches(graph, set.patches(), options.owner, stats);
               if (!applied.is_ok()) {
                 return Status(applied.code(), "optimizer pass " + name + " broke the graph: " + applied.message());
               }

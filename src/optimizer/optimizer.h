@@ -1,9 +1,15 @@
-// The graph optimizer: rewrites a shape-inferred graph in place, level by
-// level (basic: folding and elimination; extended: fusions into com.microsoft
-// ops; layout: blocked-channel convolution chains), and a verifier for the graph's structural invariants.
+// The graph optimizer: rewrites a shape-inferred graph in place with lists of
+// passes run to a fixed point, and a verifier for the graph's structural
+// invariants. It knows no provider: what it needs of their kernels (constant
+// folding runs them; fusions ask whether a fused op exists) comes through
+// OpSupport. The session runs the provider-independent basic passes on the
+// whole graph, partitions it, then runs each provider's own passes (for the
+// CPU: the extended fusions into com.microsoft ops and the NCHWc layout) on
+// the nodes that provider owns.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,8 +17,24 @@
 #include "model/onnx_proto.h"
 #include "onyx/options.h"
 #include "onyx/status.h"
+#include "onyx/value.h"
 
 namespace onyx::optimizer {
+
+// What a provider's ops can do, as far as the optimizer needs to know.
+class OpSupport {
+ public:
+  virtual ~OpSupport() = default;
+  // A kernel exists for some version of (domain, op_type).
+  virtual bool has_op(const std::string& domain, const std::string& op_type) const = 0;
+  // A kernel exists for this version.
+  virtual bool has_kernel(const std::string& domain, const std::string& op_type, int version) const = 0;
+  // Evaluates node `node_index` of `graph` on host inputs (nullptr where
+  // omitted); `requested[o]` says which outputs are wanted. An error when
+  // the op has no kernel or the kernel fails.
+  virtual Status evaluate(const graph::Graph& graph, size_t node_index, const std::vector<const Value*>& inputs,
+                          const std::vector<char>& requested, std::vector<Value>& outputs) const = 0;
+};
 
 struct OptimizerOptions {
   GraphOptimizationLevel level = GraphOptimizationLevel::kEnableAll;
@@ -26,9 +48,13 @@ struct OptimizerOptions {
   // beats recomputing them on every run, and costs no more memory at peak.
   // The session config entry onyx.constant_folding_budget_bytes overrides it.
   size_t constant_folding_budget_bytes = size_t{512} << 20;
-  // The session's providers; fusions into com.microsoft ops only apply when
-  // every provider listed is the CPU one (or none is listed).
-  std::vector<std::string> provider_names;
+  // The kernels passes may count on: constant folding evaluates nodes with
+  // them, fusions make only ops they have. nullptr: no folding, no fusions.
+  const OpSupport* ops = nullptr;
+  // When set, the passes run for this provider after partitioning: a patch
+  // may remove only nodes whose execution_provider is `owner`, and the nodes
+  // it adds are assigned to it.
+  std::string owner;
   // Same meaning as graph::InferenceOptions: initializers listed as graph
   // inputs (IR version < 4) are constants all the same.
   bool initializers_in_inputs_are_constant = false;
@@ -36,28 +62,34 @@ struct OptimizerOptions {
 
 struct PassStatistics {
   std::string pass;
-  int applied = 0;        // patches applied
+  int applied = 0;  // patches applied
   int nodes_removed = 0;
   int nodes_added = 0;
   double milliseconds = 0;
 };
 
-// Rewrites `graph` in place for the level; node since_versions stay resolved
-// (nodes it creates get since_version/opset set; com.microsoft ops opset 1).
-// Returns per-pass statistics, one entry per pass that ran.
+class Pass;
+using PassList = std::vector<std::unique_ptr<Pass>>;
+
+// The passes of each level, in the order they run. Basic passes are
+// provider-independent; extended ones fuse into com.microsoft ops, and run
+// as part of a provider's own passes (the CPU's).
+PassList basic_passes();
+PassList extended_passes();
+
+// Runs each list of `levels` to a fixed point, in order, rewriting `graph` in
+// place; node since_versions stay resolved (nodes it creates get
+// since_version/opset set; com.microsoft ops opset 1). Returns per-pass
+// statistics, one entry per pass that ran.
+Result<std::vector<PassStatistics>> run_passes(graph::Graph& graph, std::vector<PassList>& levels,
+                                               const OptimizerOptions& options);
+
+// The provider-independent passes of `options.level` (basic and up).
 Result<std::vector<PassStatistics>> optimize_graph(graph::Graph& graph, const OptimizerOptions& options);
 
 // Structural invariants: every input defined before use (topological order),
 // value ids in range, producers correct, no value produced twice, graph
 // outputs produced, initializers flagged. Subgraphs are checked too.
 Status verify_graph(const graph::Graph& graph);
-
-// For a saved optimized model: writes the nodes only onyx runs (com.onyx.nchwc
-// fusions) as the com.microsoft.nchwc ops they were made of, so that the file
-// runs in onnxruntime too. Subgraphs included.
-void split_onyx_only_nodes(model::ModelProto& model);
-
-// Names of all passes of a level and below, in the order they run.
-std::vector<std::string> pass_names(GraphOptimizationLevel level);
 
 }  // namespace onyx::optimizer

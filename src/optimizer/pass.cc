@@ -7,7 +7,6 @@
 #include <functional>
 
 #include "graph/schema.h"
-#include "providers/execution_provider.h"
 
 namespace onyx::optimizer {
 
@@ -53,7 +52,6 @@ PassContext::PassContext(const graph::Graph& graph, const OptimizerOptions& opti
       for (const auto& g : a.graphs) visit(*g);
     }
   }
-  for (const std::string& p : options.provider_names) cpu_only_ = cpu_only_ && p == kCpuProviderName;
 }
 
 const std::vector<size_t>& PassContext::consumers(int32_t value) const {

@@ -82,8 +82,18 @@ class PassContext {
   DataType elem_type(int32_t value) const;
   // The value's shape when fully known.
   std::optional<Shape> known_shape(int32_t value) const;
-  // True when fusions into com.microsoft ops may run (see OptimizerOptions).
-  bool cpu_only() const { return cpu_only_; }
+  // True when the provider the passes run for has a kernel for some version
+  // of the op (fusions make only ops that exist); false without OpSupport.
+  bool has_op(const std::string& domain, const std::string& op_type) const {
+    return options_.ops != nullptr && options_.ops->has_op(domain, op_type);
+  }
+  bool has_kernel(const std::string& domain, const std::string& op_type, int version) const {
+    return options_.ops != nullptr && options_.ops->has_kernel(domain, op_type, version);
+  }
+  // True when a patch may remove node `index` (see OptimizerOptions::owner).
+  bool owns(size_t index) const {
+    return options_.owner.empty() || graph_.nodes[index].execution_provider == options_.owner;
+  }
 
  private:
   const graph::Graph& graph_;
@@ -91,7 +101,6 @@ class PassContext {
   std::vector<std::vector<size_t>> consumers_;
   std::vector<char> pinned_;
   std::vector<char> graph_output_;
-  bool cpu_only_ = true;
 };
 
 class Pass {
@@ -117,7 +126,9 @@ float attribute_float(const graph::Node& node, const std::string& name, float de
 // True when every value of the ints attribute `name` is `value` (or it is absent).
 bool attribute_ints_all(const graph::Node& node, const std::string& name, int64_t value);
 // True when a node is `op_type` in the ONNX domain.
-inline bool is_op(const graph::Node& node, const char* op_type) { return node.domain.empty() && node.op_type == op_type; }
+inline bool is_op(const graph::Node& node, const char* op_type) {
+  return node.domain.empty() && node.op_type == op_type;
+}
 // True when the node holds a subgraph attribute (If, Loop, Scan, ...).
 bool has_subgraph(const graph::Node& node);
 // TypeAndShape of a tensor.
@@ -135,8 +146,6 @@ std::unique_ptr<Pass> make_conv_add_mul_fusion_pass();
 std::unique_ptr<Pass> make_matmul_add_gemm_fusion_pass();
 std::unique_ptr<Pass> make_activation_fusion_pass();
 std::unique_ptr<Pass> make_conv_residual_fusion_pass();
-std::unique_ptr<Pass> make_nchwc_transformer_pass();
-std::unique_ptr<Pass> make_nchwc_pointwise_depthwise_fusion_pass();
 std::unique_ptr<Pass> make_gelu_fusion_pass();
 std::unique_ptr<Pass> make_fast_gelu_fusion_pass();
 std::unique_ptr<Pass> make_layer_norm_fusion_pass();

@@ -1,47 +1,102 @@
-// The ExecutionProvider interface: a provider claims the nodes it can run,
-// owns an allocator and a kernel registry, and copies tensors to and from the
-// host. Providers are asked in the session's order; what none claims runs on
-// the CPU provider, which is always present.
+// The ExecutionProvider interface. A provider owns a device's memory
+// (allocators per memory type), the transfers between that memory and the
+// host, a stream type, and either kernels (a kernel provider: it claims the
+// single nodes its typed registry has kernels for) or a compiler (a compiling
+// provider: it claims connected groups of nodes, which the session fuses into
+// one node that the provider compiles once). Providers are asked in the
+// session's order; what none claims runs on the CPU provider, always last.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "graph/graph.h"
+#include "onyx/options.h"
+#include "optimizer/pass.h"
+#include "providers/data_transfer.h"
 #include "providers/kernel.h"
+#include "providers/stream.h"
 
 namespace onyx {
 
+// Nodes a provider takes: one node (kernel providers), or a connected group
+// that becomes one fused node compiled by the provider.
+struct NodeGroup {
+  std::vector<size_t> nodes;  // indices into the graph's nodes
+};
+
+// Options a session hands every provider it creates: the session's own
+// settings, and the provider's options as the user gave them (name -> value,
+// as onnxruntime's provider options).
+struct ProviderOptions {
+  std::map<std::string, std::string> values;
+  const SessionOptions* session = nullptr;  // valid while the provider is created
+};
+
 class ExecutionProvider {
  public:
+  enum class Kind { kKernels, kCompiler };
+
   virtual ~ExecutionProvider() = default;
 
   virtual std::string name() const = 0;
+  // The memory its kernels read and write (MemoryType::kDefault).
   virtual Device device() const = 0;
-  virtual Allocator* allocator() const = 0;
+  virtual Kind kind() const { return Kind::kKernels; }
+  // Memory of the given type on this provider's device; kDefault is where
+  // kernels allocate outputs. nullptr when the device has no such memory.
+  virtual Allocator* allocator(MemoryType type = MemoryType::kDefault) const = 0;
+  // Kernels by (domain, op, versions, types). A compiling provider may have
+  // none.
   virtual const KernelRegistry& kernels() const = 0;
+  // Copies between this provider's memory and the host (and other devices it
+  // reaches directly). nullptr for the CPU provider: host copies are built in.
+  virtual std::shared_ptr<const DataTransfer> data_transfer() const { return nullptr; }
+  // A new stream on this provider's device; one per run and provider. The
+  // default runs work synchronously on the calling thread.
+  virtual std::unique_ptr<Stream> create_stream() const { return std::make_unique<SynchronousStream>(device()); }
 
   // Of the `candidates` (node indices of `graph` that no earlier provider
-  // took), the ones this provider runs. The default claims every node its
-  // registry has a kernel for at the node's version.
-  virtual std::vector<size_t> claim(const graph::Graph& graph, const std::vector<size_t>& candidates) const;
-
-  // Copies between this provider's memory and the host. `dst` is allocated
-  // by the caller with the same dtype and shape.
-  virtual Status copy_to_host(const Tensor& src, Tensor& dst) const = 0;
-  virtual Status copy_from_host(const Tensor& src, Tensor& dst) const = 0;
+  // took, in topological order), what this provider runs. The default claims
+  // each node its registry has a kernel for, by types as well as version.
+  virtual std::vector<NodeGroup> claim(const graph::Graph& graph, const std::vector<size_t>& candidates) const;
+  // For a compiling provider: a kernel that runs `fused` (a standalone graph
+  // of the nodes of one claimed group: its inputs are what enters the group,
+  // its outputs what leaves it, its initializers the constants the group
+  // reads). Called once per group at session creation.
+  virtual Result<std::unique_ptr<Kernel>> compile(const graph::Graph& fused, const KernelInfo& info) const {
+    (void)fused;
+    return not_implemented(info.label(), ": provider ", name(), " compiles no fused nodes");
+  }
+  // Graph passes of this provider, run after partitioning on the nodes it
+  // owns only (its fusions and layouts), for the session's level: lists run
+  // one after the other, each to a fixed point.
+  virtual std::vector<optimizer::PassList> passes(GraphOptimizationLevel level) const {
+    (void)level;
+    return {};
+  }
+  // What the provider's ops can do for the optimizer (constant folding,
+  // fusion checks); nullptr when it offers nothing.
+  virtual const optimizer::OpSupport* op_support() const { return nullptr; }
+  // The options it was created with, as get_provider_options() reports them.
+  virtual std::map<std::string, std::string> options() const { return {}; }
 };
 
-using ProviderFactory = std::function<std::unique_ptr<ExecutionProvider>()>;
+using ProviderFactory = std::function<Result<std::unique_ptr<ExecutionProvider>>(const ProviderOptions&)>;
 
 // Provider names known to this process ("CPUExecutionProvider" always).
 void register_provider(const std::string& name, ProviderFactory factory);
-std::unique_ptr<ExecutionProvider> create_provider(const std::string& name);
+// Creates a provider by name; an unknown name or a provider that cannot load
+// (its library or device missing) is an error saying so.
+Result<std::unique_ptr<ExecutionProvider>> create_provider(const std::string& name,
+                                                           const ProviderOptions& options = {});
 std::vector<std::string> registered_providers();
 
-// The CPU provider.
+// The CPU provider. With `use_arena` its allocator is an arena of its own
+// (SessionOptions::enable_cpu_mem_arena).
 std::unique_ptr<ExecutionProvider> make_cpu_provider();
 constexpr const char* kCpuProviderName = "CPUExecutionProvider";
 

@@ -13,6 +13,7 @@
 #include "graph/graph.h"
 #include "onyx/status.h"
 #include "onyx/value.h"
+#include "providers/stream.h"
 
 namespace onyx {
 
@@ -23,7 +24,10 @@ class KernelInfo {
   // constants (models before IR version 4); otherwise a feed may replace them.
   KernelInfo(const graph::Graph& graph, const graph::Node& node, size_t node_index, Allocator* allocator,
              bool inputs_are_constant = false)
-      : graph_(graph), node_(node), node_index_(node_index), allocator_(allocator),
+      : graph_(graph),
+        node_(node),
+        node_index_(node_index),
+        allocator_(allocator),
         inputs_are_constant_(inputs_are_constant) {}
 
   const graph::Node& node() const { return node_; }
@@ -111,6 +115,9 @@ class KernelContext {
 
   virtual ThreadPool* thread_pool() const = 0;
   virtual Allocator* allocator() const = 0;
+  // The stream of this run on the provider's device, where a device kernel
+  // queues its work; nullptr for host kernels.
+  virtual Stream* stream() const { return nullptr; }
   // Runs the subgraph held by attribute `attr_name` of this node with `inputs`
   // bound to its graph inputs; outer-scope names resolve in the current run.
   virtual Status run_subgraph(const std::string& attr_name, const std::vector<Value>& inputs,
@@ -138,26 +145,56 @@ using KernelFactory = std::function<Result<std::unique_ptr<Kernel>>(const Kernel
 
 constexpr int kLatestVersion = INT_MAX;
 
+// A kernel's definition: what it runs, for which opset versions and element
+// types, and which of its inputs and outputs stay in host memory.
 struct KernelDef {
   std::string domain;  // "" (ai.onnx), "ai.onnx.ml", "com.microsoft", ...
   std::string op_type;
   int since_version = 1;
   int last_version = kLatestVersion;  // inclusive
-  std::vector<DataType> types;        // element types of its main type constraint (for docs)
+  // Element types of the main type constraint: `type_constraint` when named,
+  // else the constraint of the schema's first input that has one. Empty: any
+  // type. Ops without an ONNX schema (contrib ops) are not matched by type.
+  std::vector<DataType> types;
   KernelFactory factory;
+  std::string type_constraint;
+  // Further constraints a node must satisfy (name as in the op schema, e.g.
+  // "T1"), for kernels typed on more than one.
+  std::vector<std::pair<std::string, std::vector<DataType>>> more_type_constraints;
+  // Inputs and outputs the kernel reads or writes in host memory even when
+  // its provider is a device (shape tensors, axes): they are never copied to
+  // the device.
+  std::vector<size_t> host_inputs;
+  std::vector<size_t> host_outputs;
+
+  bool input_on_host(size_t i) const;
+  bool output_on_host(size_t i) const;
 };
 
+// One provider's kernels. A (domain, op, version, type) has at most one
+// kernel: add() refuses a definition that overlaps one already there.
 class KernelRegistry {
  public:
-  void add(KernelDef def);
-  // The kernel whose version range holds `version`, or nullptr.
+  // Fails when a kernel for the same domain and op already covers one of
+  // the versions for one of the same types.
+  Status add(KernelDef def);
+  // The kernel for `node` of `graph`: its domain, op and resolved version,
+  // and the element types of its inputs and outputs where they are known.
+  // `why_not` (optional) says which type failed when some version matched.
+  const KernelDef* find(const graph::Graph& graph, const graph::Node& node, std::string* why_not = nullptr) const;
+  // By version only, ignoring types.
   const KernelDef* find(const std::string& domain, const std::string& op_type, int version) const;
   // True when some version of the op is registered.
   bool has_op(const std::string& domain, const std::string& op_type) const;
   const std::vector<KernelDef>& all() const { return defs_; }
+  // Definitions refused at static-initialisation time (registrars cannot
+  // report an error there); a provider checks it when it is created.
+  const std::vector<std::string>& refused() const { return refused_; }
+  void note_refused(std::string message) { refused_.push_back(std::move(message)); }
 
  private:
   std::vector<KernelDef> defs_;
+  std::vector<std::string> refused_;
 };
 
 // The CPU provider's registry, filled by the registrars in each kernel file.
@@ -165,7 +202,10 @@ KernelRegistry& cpu_kernel_registry();
 
 // Registers at static-initialisation time; used through ONYX_REGISTER_CPU_KERNEL.
 struct KernelRegistrar {
-  explicit KernelRegistrar(KernelDef def) { cpu_kernel_registry().add(std::move(def)); }
+  explicit KernelRegistrar(KernelDef def) {
+    Status added = cpu_kernel_registry().add(std::move(def));
+    if (!added.is_ok()) cpu_kernel_registry().note_refused(added.message());
+  }
 };
 
 // A factory for kernels whose constructor is `Class(const KernelInfo&)`; a
@@ -179,11 +219,19 @@ KernelFactory make_factory() {
 
 // Element-type lists for KernelDef::types.
 namespace types {
-inline std::vector<DataType> floats() { return {DataType::kFloat, DataType::kDouble, DataType::kFloat16, DataType::kBFloat16}; }
-inline std::vector<DataType> signed_ints() { return {DataType::kInt8, DataType::kInt16, DataType::kInt32, DataType::kInt64}; }
-inline std::vector<DataType> unsigned_ints() { return {DataType::kUInt8, DataType::kUInt16, DataType::kUInt32, DataType::kUInt64}; }
+inline std::vector<DataType> floats() {
+  return {DataType::kFloat, DataType::kDouble, DataType::kFloat16, DataType::kBFloat16};
+}
+inline std::vector<DataType> signed_ints() {
+  return {DataType::kInt8, DataType::kInt16, DataType::kInt32, DataType::kInt64};
+}
+inline std::vector<DataType> unsigned_ints() {
+  return {DataType::kUInt8, DataType::kUInt16, DataType::kUInt32, DataType::kUInt64};
+}
 std::vector<DataType> numeric();  // floats + all integers
 std::vector<DataType> all();      // numeric + bool + string
+// all + the 8-, 4- and 2-bit formats (float8, float4, int4, int2, ...).
+std::vector<DataType> all_with_small_formats();
 }  // namespace types
 
 }  // namespace onyx

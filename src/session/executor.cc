@@ -66,6 +66,7 @@ class NodeContext final : public KernelContext {
   }
   ThreadPool* thread_pool() const override { return state_.pool; }
   Allocator* allocator() const override { return step_.provider->allocator(); }
+  Stream* stream() const override { return step_.stream ? state_.streams.stream_of(step_.stream) : nullptr; }
   Status run_subgraph(const std::string& attr_name, const std::vector<Value>& inputs,
                       std::vector<Value>& outputs) override {
     auto it = step_.subgraphs.find(attr_name);
@@ -108,8 +109,8 @@ class NodeContext final : public KernelContext {
 
   Value& output_slot(size_t i) {
     if (i >= step_.outputs.size()) {
-      throw Error(runtime_error("output index ", i, " is out of range (the node has ", step_.outputs.size(),
-                                " outputs)"));
+      throw Error(
+          runtime_error("output index ", i, " is out of range (the node has ", step_.outputs.size(), " outputs)"));
     }
     const int32_t slot = step_.outputs[i];
     if (slot == graph::kNoValue) {
@@ -134,7 +135,7 @@ Status with_label(const Status& s, const std::string& label) {
   return Status(s.code(), label + ": " + s.message());
 }
 
-Status run_copy(const PlanStep& step, Frame& frame) {
+Status run_copy(const PlanStep& step, Frame& frame, RunState& state) {
   const auto src_slot = static_cast<size_t>(step.inputs[0]);
   const auto dst_slot = static_cast<size_t>(step.outputs[0]);
   if (!frame.present[src_slot]) return Status::ok();
@@ -151,12 +152,12 @@ Status run_copy(const PlanStep& step, Frame& frame) {
     frame.present[dst_slot] = true;
     return Status::ok();
   }
-  ONYX_ASSIGN_OR_RETURN(Tensor dst, Tensor::create(t.dtype(), t.shape(), target));
-  if (step.to_host) {
-    ONYX_RETURN_IF_ERROR(step.provider->copy_to_host(t, dst));
-  } else {
-    ONYX_RETURN_IF_ERROR(step.provider->copy_from_host(t, dst));
-  }
+  Stream* stream = state.streams.stream_of(step.provider);
+  const DataTransferRegistry host_only;
+  const DataTransferRegistry& transfers = state.transfers ? *state.transfers : host_only;
+  ONYX_ASSIGN_OR_RETURN(Tensor dst, transfers.copy_to(t, target, stream));
+  // The host reads a copy to the host as soon as this step ends.
+  if (step.to_host && stream != nullptr) ONYX_RETURN_IF_ERROR(stream->synchronize());
   frame.slots[dst_slot] = Value(std::move(dst));
   frame.present[dst_slot] = true;
   return Status::ok();
@@ -224,17 +225,34 @@ std::string Profiler::write(const std::string& prefix) {
   };
   for (size_t i = 0; i < events_.size(); ++i) {
     const Event& e = events_[i];
-    out << "{\"cat\":\"Node\",\"pid\":1,\"tid\":" << e.thread << ",\"dur\":" << e.duration_us << ",\"ts\":" << e.start_us
-        << ",\"ph\":\"X\",\"name\":\"" << escape(e.name) << "\",\"args\":{\"op_name\":\"" << escape(e.op_type)
-        << "\",\"provider\":\"" << escape(e.provider) << "\"" << e.shapes << "}}" << (i + 1 < events_.size() ? ",\n" : "\n");
+    out << "{\"cat\":\"Node\",\"pid\":1,\"tid\":" << e.thread << ",\"dur\":" << e.duration_us
+        << ",\"ts\":" << e.start_us << ",\"ph\":\"X\",\"name\":\"" << escape(e.name) << "\",\"args\":{\"op_name\":\""
+        << escape(e.op_type) << "\",\"provider\":\"" << escape(e.provider) << "\"" << e.shapes << "}}"
+        << (i + 1 < events_.size() ? ",\n" : "\n");
   }
   out << "]\n";
   events_.clear();
   return path;
 }
 
-Status run_plan(const GraphPlan& plan, const Frame* parent, const std::vector<const Value*>& inputs,
-                RunState& state, std::vector<Value>& outputs) {
+Stream* RunStreams::stream_of(const ExecutionProvider* provider) {
+  if (provider == nullptr || provider->device().is_cpu()) return nullptr;
+  for (auto& [p, stream] : streams_) {
+    if (p == provider) return stream.get();
+  }
+  streams_.emplace_back(provider, provider->create_stream());
+  return streams_.back().second.get();
+}
+
+Status RunStreams::synchronize() {
+  for (auto& [p, stream] : streams_) {
+    if (stream) ONYX_RETURN_IF_ERROR(stream->synchronize());
+  }
+  return Status::ok();
+}
+
+Status run_plan(const GraphPlan& plan, const Frame* parent, const std::vector<const Value*>& inputs, RunState& state,
+                std::vector<Value>& outputs) {
   const graph::Graph& graph = *plan.graph;
   Frame frame;
   frame.plan = &plan;
@@ -250,12 +268,40 @@ Status run_plan(const GraphPlan& plan, const Frame* parent, const std::vector<co
   if (inputs.size() > graph.inputs.size()) {
     return invalid_argument("graph '", graph.name, "' takes ", graph.inputs.size(), " inputs, got ", inputs.size());
   }
+  for (const auto& [slot, tensor] : plan.device_constants) {
+    frame.slots[static_cast<size_t>(slot)] = Value(tensor);
+    frame.present[static_cast<size_t>(slot)] = true;
+  }
+  const DataTransferRegistry host_only;
+  const DataTransferRegistry& transfers = state.transfers ? *state.transfers : host_only;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto slot = static_cast<size_t>(graph.inputs[i]);
     if (inputs[i] == nullptr) continue;  // keep the initializer default, if any
-    frame.slots[slot] = *inputs[i];
+    // A feed lives where the plan reads it: on the host, or on the device of
+    // its only readers. A feed elsewhere (bound on a device, or on the host
+    // for device readers) is copied there first.
+    const ExecutionProvider* home = i < plan.input_providers.size() ? plan.input_providers[i] : nullptr;
+    const Value& feed = *inputs[i];
+    if (feed.is_tensor() && feed.tensor().defined()) {
+      const Device& at = feed.tensor().device();
+      const bool misplaced = home != nullptr ? at != home->device() : !at.host_readable();
+      if (misplaced) {
+        Allocator* target = home != nullptr ? home->allocator() : cpu_allocator();
+        Stream* stream = state.streams.stream_of(home);
+        Result<Tensor> copy = transfers.copy_to(feed.tensor(), target, stream);
+        if (!copy.is_ok()) {
+          return Status(copy.status().code(),
+                        str_cat("input '", graph.value_name(graph.inputs[i]), "': ", copy.status().message()));
+        }
+        frame.slots[slot] = Value(std::move(copy).value());
+        frame.present[slot] = true;
+        continue;
+      }
+    }
+    frame.slots[slot] = feed;
     frame.present[slot] = true;
   }
+  std::vector<std::shared_ptr<Event>> events(plan.has_events ? plan.steps.size() : 0);
   // Outer-scope values: copied (shared, not deep) from the nearest enclosing frame that has them.
   for (int32_t id : graph.outer_scope_values) {
     const std::string& name = graph.value_name(id);
@@ -268,16 +314,28 @@ Status run_plan(const GraphPlan& plan, const Frame* parent, const std::vector<co
       }
     }
     if (!frame.present[static_cast<size_t>(id)]) {
-      return invalid_model("graph '", graph.name, "' reads '", name, "' from an enclosing graph, which has no value for it");
+      return invalid_model("graph '", graph.name, "' reads '", name,
+                           "' from an enclosing graph, which has no value for it");
     }
   }
 
-  for (const PlanStep& step : plan.steps) {
-    if (state.options && state.options->terminate) return runtime_error("the run was terminated (RunOptions.terminate)");
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& step = plan.steps[s];
+    if (state.options && state.options->terminate)
+      return runtime_error("the run was terminated (RunOptions.terminate)");
     const int64_t start = state.profiler ? state.profiler->now_us() : 0;
     Status status;
+    Stream* stream = step.stream != nullptr ? state.streams.stream_of(step.stream) : nullptr;
+    for (size_t producer : step.waits) {
+      const std::shared_ptr<Event>& event = events[producer];
+      if (!event) continue;
+      // A host step blocks until the event; a device step's stream waits.
+      status =
+          stream != nullptr && step.kind == PlanStep::Kind::kNode ? stream->wait_for(*event) : event->wait_on_host();
+      if (!status.is_ok()) return with_label(status, step.label);
+    }
     if (step.kind == PlanStep::Kind::kCopy) {
-      status = run_copy(step, frame);
+      status = run_copy(step, frame, state);
     } else {
       NodeContext ctx(step, frame, state);
       try {
@@ -290,15 +348,15 @@ Status run_plan(const GraphPlan& plan, const Frame* parent, const std::vector<co
         status = runtime_error(e.what());
       }
     }
+    if (status.is_ok() && step.record_event && stream != nullptr) events[s] = stream->record_event();
     if (!status.is_ok()) return with_label(status, step.label);
     if (state.profiler) {
       const graph::Node& node = graph.nodes[step.node_index];
-      state.profiler->record({step.kind == PlanStep::Kind::kCopy ? step.label : step.label,
-                              step.kind == PlanStep::Kind::kCopy ? "Copy" : node.op_type,
-                              step.provider ? step.provider->name() : "CPUExecutionProvider", start,
-                              state.profiler->now_us() - start,
-                              std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000,
-                              describe_shapes(step, frame)});
+      state.profiler->record(
+          {step.kind == PlanStep::Kind::kCopy ? step.label : step.label,
+           step.kind == PlanStep::Kind::kCopy ? "Copy" : node.op_type,
+           step.provider ? step.provider->name() : "CPUExecutionProvider", start, state.profiler->now_us() - start,
+           std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000, describe_shapes(step, frame)});
     }
     for (int32_t slot : step.release_after) {
       frame.slots[static_cast<size_t>(slot)] = Value();

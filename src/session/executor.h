@@ -43,19 +43,34 @@ struct Frame {
   const GraphPlan* plan = nullptr;
   const Frame* parent = nullptr;
   std::vector<Value> slots;
-  std::vector<bool> present;  // slot holds a value (omitted optional outputs do not)
+  std::vector<bool> present;       // slot holds a value (omitted optional outputs do not)
   std::vector<Tensor> placements;  // this run's buffers of plan->placements (empty until used)
+};
+
+// One run's streams: one per device provider, made when first used; the
+// host's work needs none.
+class RunStreams {
+ public:
+  // nullptr for the CPU provider.
+  Stream* stream_of(const ExecutionProvider* provider);
+  // Blocks until every stream's work has finished.
+  Status synchronize();
+
+ private:
+  std::vector<std::pair<const ExecutionProvider*, std::unique_ptr<Stream>>> streams_;
 };
 
 struct RunState {
   const RunOptions* options = nullptr;
   ThreadPool* pool = nullptr;
   Profiler* profiler = nullptr;  // null when profiling is off
+  const DataTransferRegistry* transfers = nullptr;
+  RunStreams streams;
 };
 
 // Runs `plan` with `inputs` bound to its graph inputs in order (missing
 // trailing inputs fall back to initializers), producing the graph outputs.
-Status run_plan(const GraphPlan& plan, const Frame* parent, const std::vector<const Value*>& inputs,
-                RunState& state, std::vector<Value>& outputs);
+Status run_plan(const GraphPlan& plan, const Frame* parent, const std::vector<const Value*>& inputs, RunState& state,
+                std::vector<Value>& outputs);
 
 }  // namespace onyx::session

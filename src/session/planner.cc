@@ -9,6 +9,7 @@
 
 #include "model/reader.h"
 #include "session/memory_usage.h"
+#include "session/partition.h"
 
 namespace onyx::session {
 namespace {
@@ -210,7 +211,8 @@ void place_concat_inputs(const graph::Graph& graph, GraphPlan& plan) {
           on_host(plan.steps[static_cast<size_t>(p)].provider)) {
         const PlanStep& step = plan.steps[static_cast<size_t>(p)];
         PlacedOutput out;
-        out.output = static_cast<size_t>(std::find(step.outputs.begin(), step.outputs.end(), in) - step.outputs.begin());
+        out.output =
+            static_cast<size_t>(std::find(step.outputs.begin(), step.outputs.end(), in) - step.outputs.begin());
         out.byte_offset = offset;
         out.dtype = dtype;
         out.shape = *shape;
@@ -230,40 +232,93 @@ void place_concat_inputs(const graph::Graph& graph, GraphPlan& plan) {
   }
 }
 
+// Where a value is read: on the host (nullptr) or on the device of the
+// provider running its reader; inputs a kernel keeps in host memory (shape
+// tensors) count as host reads.
+const ExecutionProvider* reader_location(const ExecutionProvider* provider, const KernelDef* def, size_t input) {
+  if (provider == nullptr || provider->device().is_cpu()) return nullptr;
+  if (def != nullptr && def->input_on_host(input)) return nullptr;
+  return provider;
+}
+
 Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::Graph* releasing,
                                               const std::vector<const ExecutionProvider*>& providers,
-                                              bool inputs_are_constant) {
+                                              const DataTransferRegistry& transfers, bool inputs_are_constant,
+                                              bool top_level) {
   std::unique_ptr<WeightRelease> release = releasing ? std::make_unique<WeightRelease>(*releasing) : nullptr;
   auto plan = std::make_unique<GraphPlan>();
   plan->graph = &graph;
   plan->slot_count = graph.values.size();
 
-  // Partition: providers in order, each taking what it claims of the rest.
+  // The provider of each node: as partitioning assigned it; a graph that was
+  // not partitioned (planned directly) goes to the first provider with a
+  // kernel for the node.
   std::vector<const ExecutionProvider*> assigned(graph.nodes.size(), nullptr);
-  std::vector<size_t> remaining(graph.nodes.size());
-  for (size_t n = 0; n < remaining.size(); ++n) remaining[n] = n;
-  for (const ExecutionProvider* p : providers) {
-    if (remaining.empty()) break;
-    std::vector<size_t> claimed = p->claim(graph, remaining);
-    for (size_t n : claimed) {
-      if (n < assigned.size() && assigned[n] == nullptr) assigned[n] = p;
+  std::vector<const KernelDef*> defs(graph.nodes.size(), nullptr);
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const graph::Node& node = graph.nodes[n];
+    const ExecutionProvider* provider = provider_of(node, providers);
+    if (provider == nullptr && !node.execution_provider.empty()) {
+      return runtime_error(node.label(n), ": assigned to provider ", node.execution_provider,
+                           ", which the session does not have");
     }
-    std::vector<size_t> rest;
-    for (size_t n : remaining) {
-      if (assigned[n] == nullptr) rest.push_back(n);
+    if (provider == nullptr) {
+      for (const ExecutionProvider* p : providers) {
+        if (p->kernels().find(graph, node) != nullptr) {
+          provider = p;
+          break;
+        }
+      }
     }
-    remaining.swap(rest);
-  }
-  if (!remaining.empty()) {
-    const graph::Node& node = graph.nodes[remaining.front()];
-    return not_implemented(node.label(remaining.front()), ": no execution provider has a kernel for (",
-                           domain_name(node.domain), ", ", node.op_type, ", ", node.since_version, ")");
+    if (provider == nullptr) {
+      return not_implemented(node.label(n), ": no execution provider has a kernel for (", domain_name(node.domain),
+                             ", ", node.op_type, ", ", node.since_version, ")");
+    }
+    assigned[n] = provider;
+    if (!node.fused_graph) {
+      defs[n] = provider->kernels().find(graph, node);
+      if (defs[n] == nullptr) {
+        return not_implemented(node.label(n), ": provider ", provider->name(), " has no kernel for (",
+                               domain_name(node.domain), ", ", node.op_type, ", ", node.since_version,
+                               ") with these input types");
+      }
+    }
   }
 
-  // Where each value lives: its producer's device; inputs, initializers and
-  // outer-scope values on the host. Copies are made once per (value, device).
+  // Where each value lives: its producer's device; initializers and
+  // outer-scope values on the host; a main-graph input on the device of its
+  // readers when they are all on one device. Copies are made once per
+  // (value, device).
   std::vector<const ExecutionProvider*> location(graph.values.size(), nullptr);  // null: host
-  std::map<std::pair<int32_t, const ExecutionProvider*>, int32_t> copies;          // (value, target) -> slot
+  plan->input_providers.assign(graph.inputs.size(), nullptr);
+  if (top_level) {
+    std::vector<std::set<const ExecutionProvider*>> readers(graph.values.size());
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      const graph::Node& node = graph.nodes[n];
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (node.inputs[i] == graph::kNoValue) continue;
+        readers[static_cast<size_t>(node.inputs[i])].insert(reader_location(assigned[n], defs[n], i));
+      }
+      std::vector<std::string> names;
+      for (const auto& [name, attr] : node.attributes) {
+        if (attr.g) outer_names(*attr.g, names);
+        for (const auto& g : attr.graphs) outer_names(*g, names);
+      }
+      for (const std::string& name : names) {
+        const int32_t id = graph.find_value(name);
+        if (id >= 0) readers[static_cast<size_t>(id)].insert(nullptr);
+      }
+    }
+    for (int32_t out : graph.outputs) readers[static_cast<size_t>(out)].insert(nullptr);
+    for (size_t i = 0; i < graph.inputs.size(); ++i) {
+      const auto id = static_cast<size_t>(graph.inputs[i]);
+      if (graph.values[id].is_initializer || readers[id].size() != 1 || *readers[id].begin() == nullptr) continue;
+      location[id] = *readers[id].begin();
+      plan->input_providers[i] = location[id];
+    }
+  }
+  std::map<std::pair<int32_t, const ExecutionProvider*>, int32_t> copies;  // (value, target) -> slot
+  std::vector<int64_t> producer_step(graph.values.size(), -1);
   auto on_host = [](const ExecutionProvider* p) { return p == nullptr || p->device().is_cpu(); };
   auto add_copy = [&](int32_t value, const ExecutionProvider* provider, bool to_host, std::vector<PlanStep>& steps) {
     PlanStep copy;
@@ -273,19 +328,40 @@ Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::
     copy.inputs = {value};
     const auto slot = static_cast<int32_t>(plan->slot_count++);
     copy.outputs = {slot};
-    copy.label = std::string("copy of '") + graph.value_name(value) + (to_host ? "' to the host" : "' to " + provider->name());
+    copy.label =
+        std::string("copy of '") + graph.value_name(value) + (to_host ? "' to the host" : "' to " + provider->name());
     steps.push_back(std::move(copy));
+    producer_step.resize(plan->slot_count, -1);
+    producer_step[static_cast<size_t>(slot)] = static_cast<int64_t>(steps.size() - 1);
+    return slot;
+  };
+  // A constant a device kernel reads: copied to the device now, once.
+  auto place_constant = [&](int32_t value, const ExecutionProvider* target) -> Result<int32_t> {
+    const Tensor& tensor = graph.initializers.at(value);
+    if (!tensor.device().host_readable() && tensor.device() == target->device()) return value;
+    ONYX_ASSIGN_OR_RETURN(Tensor placed, transfers.copy_to(tensor, target->allocator()));
+    const auto slot = static_cast<int32_t>(plan->slot_count++);
+    producer_step.resize(plan->slot_count, -1);
+    plan->device_constants.emplace_back(slot, std::move(placed));
     return slot;
   };
   // The slot holding `value` on the consumer's device, adding copies through
   // the host where the value lives elsewhere.
-  auto slot_on = [&](int32_t value, const ExecutionProvider* consumer, std::vector<PlanStep>& steps) -> int32_t {
+  auto slot_on = [&](int32_t value, const ExecutionProvider* consumer,
+                     std::vector<PlanStep>& steps) -> Result<int32_t> {
     const ExecutionProvider* from = location[static_cast<size_t>(value)];
     if (on_host(from) && on_host(consumer)) return value;
     if (!on_host(from) && !on_host(consumer) && from->device() == consumer->device()) return value;
     const ExecutionProvider* target = on_host(consumer) ? nullptr : consumer;
     auto it = copies.find({value, target});
     if (it != copies.end()) return it->second;
+    const bool constant = graph.initializers.count(value) != 0 &&
+                          (inputs_are_constant || !graph.values[static_cast<size_t>(value)].is_graph_input);
+    if (target != nullptr && on_host(from) && constant) {
+      ONYX_ASSIGN_OR_RETURN(int32_t slot, place_constant(value, target));
+      copies[{value, target}] = slot;
+      return slot;
+    }
     int32_t host_slot = value;
     if (!on_host(from)) {
       auto h = copies.find({value, nullptr});
@@ -305,19 +381,29 @@ Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::
     step.provider = provider;
     step.label = node.label(n);
     bool copied = false;  // an input goes through a device copy: the copy reads the data
-    for (int32_t in : node.inputs) {
-      step.inputs.push_back(in == graph::kNoValue ? graph::kNoValue : slot_on(in, provider, plan->steps));
-      copied = copied || step.inputs.back() != in;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int32_t in = node.inputs[i];
+      if (in == graph::kNoValue) {
+        step.inputs.push_back(graph::kNoValue);
+        continue;
+      }
+      ONYX_ASSIGN_OR_RETURN(int32_t slot, slot_on(in, reader_location(provider, defs[n], i), plan->steps));
+      step.inputs.push_back(slot);
+      copied = copied || slot != in;
     }
     step.outputs = node.outputs;
-    for (int32_t out : node.outputs) {
-      if (out != graph::kNoValue) location[static_cast<size_t>(out)] = provider;
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      const int32_t out = node.outputs[o];
+      if (out == graph::kNoValue) continue;
+      const bool host_output = defs[n] != nullptr && defs[n]->output_on_host(o);
+      location[static_cast<size_t>(out)] = host_output ? nullptr : provider;
+      producer_step[static_cast<size_t>(out)] = static_cast<int64_t>(plan->steps.size());
     }
-    const KernelDef* def = provider->kernels().find(node.domain, node.op_type, node.since_version);
     KernelInfo info(graph, node, n, provider->allocator(), inputs_are_constant);
     if (release && !copied) info.set_sole_reader([&release](int32_t id) { return release->sole_reader(id); });
     try {
-      Result<std::unique_ptr<Kernel>> kernel = def->factory(info);
+      Result<std::unique_ptr<Kernel>> kernel =
+          node.fused_graph ? provider->compile(*node.fused_graph, info) : defs[n]->factory(info);
       if (!kernel.is_ok()) {
         return Status(kernel.status().code(), labelled(step.label, kernel.status().message()));
       }
@@ -330,14 +416,47 @@ Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::
     if (release) release->created(node, copied ? nullptr : step.kernel.get());
     for (const auto& [name, attr] : node.attributes) {
       if (attr.g) {
-        ONYX_ASSIGN_OR_RETURN(std::unique_ptr<GraphPlan> sub,
-                              plan_graph(*attr.g, releasing ? attr.g.get() : nullptr, providers, inputs_are_constant));
+        ONYX_ASSIGN_OR_RETURN(
+            std::unique_ptr<GraphPlan> sub,
+            plan_graph(*attr.g, releasing ? attr.g.get() : nullptr, providers, transfers, inputs_are_constant, false));
         step.subgraphs.emplace(name, std::move(sub));
       }
     }
     plan->steps.push_back(std::move(step));
   }
-  for (int32_t out : graph.outputs) plan->output_slots.push_back(slot_on(out, nullptr, plan->steps));
+  for (int32_t out : graph.outputs) {
+    if (top_level) {
+      plan->output_slots.push_back(out);
+    } else {
+      ONYX_ASSIGN_OR_RETURN(int32_t slot, slot_on(out, nullptr, plan->steps));
+      plan->output_slots.push_back(slot);
+    }
+  }
+
+  // Events: a step reading what a step on another stream made waits for it.
+  // A copy runs on its device's stream; host steps on the host's.
+  auto stream_of = [&](const PlanStep& step) -> const ExecutionProvider* {
+    return on_host(step.provider) && step.kind == PlanStep::Kind::kNode ? nullptr : step.provider;
+  };
+  for (PlanStep& step : plan->steps) step.stream = stream_of(step);
+  for (size_t s = 0; s < plan->steps.size(); ++s) {
+    PlanStep& step = plan->steps[s];
+    for (int32_t in : step.inputs) {
+      if (in == graph::kNoValue || static_cast<size_t>(in) >= producer_step.size()) continue;
+      const int64_t p = producer_step[static_cast<size_t>(in)];
+      if (p < 0) continue;
+      PlanStep& producer = plan->steps[static_cast<size_t>(p)];
+      if (stream_of(producer) == stream_of(step)) continue;
+      // A copy to the host completes before it returns (the executor waits
+      // for it), so host readers need no event.
+      if (producer.kind == PlanStep::Kind::kCopy && producer.to_host) continue;
+      producer.record_event = true;
+      plan->has_events = true;
+      if (std::find(step.waits.begin(), step.waits.end(), static_cast<size_t>(p)) == step.waits.end()) {
+        step.waits.push_back(static_cast<size_t>(p));
+      }
+    }
+  }
   place_concat_inputs(graph, *plan);
 
   // Lifetimes: a slot is released after the last step that reads it. Values
@@ -379,14 +498,17 @@ Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::
 }  // namespace
 
 Result<std::unique_ptr<GraphPlan>> make_plan(const graph::Graph& graph,
-                                             const std::vector<const ExecutionProvider*>& providers) {
-  return plan_graph(graph, nullptr, providers, false);
+                                             const std::vector<const ExecutionProvider*>& providers,
+                                             const DataTransferRegistry* transfers) {
+  const DataTransferRegistry host_only;
+  return plan_graph(graph, nullptr, providers, transfers ? *transfers : host_only, false, true);
 }
 
 Result<std::unique_ptr<GraphPlan>> make_plan_releasing_weights(graph::Graph& graph,
                                                                const std::vector<const ExecutionProvider*>& providers,
+                                                               const DataTransferRegistry& transfers,
                                                                bool initializers_in_inputs_are_constant) {
-  return plan_graph(graph, &graph, providers, initializers_in_inputs_are_constant);
+  return plan_graph(graph, &graph, providers, transfers, initializers_in_inputs_are_constant, true);
 }
 
 }  // namespace onyx::session

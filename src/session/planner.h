@@ -15,8 +15,13 @@ namespace onyx::session {
 std::vector<std::string> unsupported_ops(const graph::Graph& graph,
                                          const std::vector<const ExecutionProvider*>& providers);
 
+// Plans a graph: nodes run on the provider partitioning assigned them (or,
+// for a graph planned without partitioning, the first provider with a kernel
+// for them). `transfers` places constants on devices once (host-only when
+// null).
 Result<std::unique_ptr<GraphPlan>> make_plan(const graph::Graph& graph,
-                                             const std::vector<const ExecutionProvider*>& providers);
+                                             const std::vector<const ExecutionProvider*>& providers,
+                                             const DataTransferRegistry* transfers = nullptr);
 
 // make_plan for a session, which also lowers the memory weights take: once the
 // last kernel reading an initializer exists, the initializer's data is freed
@@ -28,6 +33,7 @@ Result<std::unique_ptr<GraphPlan>> make_plan(const graph::Graph& graph,
 // that are also graph inputs (models before IR version 4).
 Result<std::unique_ptr<GraphPlan>> make_plan_releasing_weights(graph::Graph& graph,
                                                                const std::vector<const ExecutionProvider*>& providers,
+                                                               const DataTransferRegistry& transfers,
                                                                bool initializers_in_inputs_are_constant = false);
 
 }  // namespace onyx::session

@@ -7,6 +7,7 @@
 #include "graph/builder.h"
 #include "graph/shape_inference.h"
 #include "session/memory_usage.h"
+#include "session/partition.h"
 #include "session/planner.h"
 #include "session/version_resolution.h"
 #include "training/gradient.h"
@@ -56,7 +57,6 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
 #ifndef NDEBUG
   optimization.verify_after_each_pass = true;
 #endif
-  for (const ExecutionProvider* p : providers) optimization.provider_names.push_back(p->name());
   optimization.initializers_in_inputs_are_constant = inference.initializers_in_inputs_are_constant;
   auto budget = options.config_entries.find("onyx.constant_folding_budget_bytes");
   if (budget != options.config_entries.end()) {
@@ -67,12 +67,12 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
                               budget->second, "'");
     }
   }
-  ONYX_ASSIGN_OR_RETURN(prepared.statistics, optimizer::optimize_graph(graph, optimization));
+  ONYX_ASSIGN_OR_RETURN(prepared.statistics, optimize_for_providers(graph, providers, optimization));
   if (verbose) {
     log_memory_usage("optimization");
     for (const auto& s : prepared.statistics) {
-      std::fprintf(stderr, "onyx verbose: pass %s applied %d times, -%d/+%d nodes, %.3f ms\n", s.pass.c_str(), s.applied,
-                   s.nodes_removed, s.nodes_added, s.milliseconds);
+      std::fprintf(stderr, "onyx verbose: pass %s applied %d times, -%d/+%d nodes, %.3f ms\n", s.pass.c_str(),
+                   s.applied, s.nodes_removed, s.nodes_added, s.milliseconds);
     }
   }
   return prepared;

@@ -3,6 +3,7 @@
 // creation; every run keeps its state in its own frames.
 #include "onyx/session.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -12,6 +13,7 @@
 #include "graph/to_proto.h"
 #include "model/reader.h"
 #include "model/writer.h"
+#include "providers/cpu/layout/layout_passes.h"
 #include "providers/execution_provider.h"
 #include "session/executor.h"
 #include "session/memory_usage.h"
@@ -25,6 +27,7 @@ struct InferenceSession::Impl {
   model::ModelProto model;
   std::unique_ptr<graph::Graph> graph;
   std::vector<std::unique_ptr<ExecutionProvider>> providers;
+  DataTransferRegistry transfers;
   std::unique_ptr<session::GraphPlan> plan;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<session::Profiler> profiler;
@@ -38,6 +41,10 @@ struct InferenceSession::Impl {
   Status check_feed(const ValueMetadata& meta, const Value& value) const;
   Status run(const std::vector<std::string>& output_names, const Feeds& feeds, const RunOptions& run_options,
              std::vector<Value>* outputs) const;
+  // Runs and leaves output i where `devices[i]` says (nullptr: the host).
+  Status run_to(const std::vector<std::string>& output_names, const Feeds& feeds, const RunOptions& run_options,
+                const std::vector<const Device*>& devices, std::vector<Value>* outputs) const;
+  const ExecutionProvider* provider_for(const Device& device) const;
 };
 
 namespace {
@@ -78,8 +85,9 @@ Result<ThreadPoolOptions> thread_pool_options(const SessionOptions& options) {
       if (used != spin->second.size() || value < 0) throw std::invalid_argument(spin->second);
       pool.spin_microseconds = value;
     } catch (const std::exception&) {
-      return invalid_argument("session config entry onyx.intra_op.spin_microseconds must be a non-negative integer, got '",
-                              spin->second, "'");
+      return invalid_argument(
+          "session config entry onyx.intra_op.spin_microseconds must be a non-negative integer, got '", spin->second,
+          "'");
     }
   }
   auto allow = options.config_entries.find("session.intra_op.allow_spinning");
@@ -96,24 +104,46 @@ Result<ThreadPoolOptions> thread_pool_options(const SessionOptions& options) {
 }  // namespace
 
 Status InferenceSession::Impl::init(const std::vector<std::string>& provider_names) {
-  // Providers in the order given; CPU is always the last resort. Names this
-  // build lacks are skipped with a warning, as scripts often list CUDA first.
+  // Providers in the order given; CPU is always the last resort. A provider
+  // that cannot load is an error, unless the CPU provider is listed after
+  // it: scripts often list CUDA first and CPU as the fallback.
   bool has_cpu = false;
-  for (const std::string& name : provider_names) {
-    std::unique_ptr<ExecutionProvider> p = create_provider(name);
-    if (!p) {
+  for (size_t i = 0; i < provider_names.size(); ++i) {
+    const std::string& name = provider_names[i];
+    if (name == kCpuProviderName && has_cpu) continue;
+    ProviderOptions provider_options;
+    provider_options.session = &options;
+    auto given = options.provider_options.find(name);
+    if (given != options.provider_options.end()) provider_options.values = given->second;
+    Result<std::unique_ptr<ExecutionProvider>> p = create_provider(name, provider_options);
+    if (!p.is_ok()) {
+      const bool cpu_after = std::find(provider_names.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                                       provider_names.end(), std::string(kCpuProviderName)) != provider_names.end();
+      if (!cpu_after) {
+        return Status(p.status().code(),
+                      str_cat("execution provider '", name, "' cannot be used: ", p.status().message(),
+                              " (list CPUExecutionProvider after it to fall back to the CPU)"));
+      }
       if (options.log_severity_level <= 2) {
-        std::fprintf(stderr, "onyx warning: execution provider '%s' is not available in this build; skipping it\n",
-                     name.c_str());
+        std::fprintf(stderr, "onyx warning: execution provider '%s' cannot be used (%s); falling back to the CPU\n",
+                     name.c_str(), p.status().message().c_str());
       }
       continue;
     }
     has_cpu = has_cpu || name == kCpuProviderName;
-    providers.push_back(std::move(p));
+    providers.push_back(std::move(p).value());
   }
-  if (!has_cpu) providers.push_back(make_cpu_provider());
+  if (!has_cpu) {
+    ProviderOptions cpu_options;
+    cpu_options.session = &options;
+    ONYX_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionProvider> cpu, create_provider(kCpuProviderName, cpu_options));
+    providers.push_back(std::move(cpu));
+  }
   std::vector<const ExecutionProvider*> provider_list;
-  for (const auto& p : providers) provider_list.push_back(p.get());
+  for (const auto& p : providers) {
+    provider_list.push_back(p.get());
+    transfers.add(p->data_transfer());
+  }
 
   opsets = graph::opset_map(model.opset_import);
   if (options.log_severity_level <= 0) session::log_memory_usage("reading the model");
@@ -131,11 +161,19 @@ Status InferenceSession::Impl::init(const std::vector<std::string>& provider_nam
   // Written before the kernels are created: creating them frees the data of
   // weights every reader has pre-packed.
   if (!options.optimized_model_filepath.empty()) {
+    for (const graph::Node& node : graph->nodes) {
+      if (node.fused_graph) {
+        return invalid_argument("cannot save the optimized model to '", options.optimized_model_filepath,
+                                "': ", node.execution_provider, " compiled part of it into ", node.name,
+                                ", which only that provider can run");
+      }
+    }
     model::ModelProto optimized = graph::graph_to_model(*graph, model);
-    optimizer::split_onyx_only_nodes(optimized);
+    cpu::split_onyx_only_nodes(optimized);
     ONYX_RETURN_IF_ERROR(model::write_model_file(optimized, options.optimized_model_filepath));
   }
-  ONYX_ASSIGN_OR_RETURN(plan, session::make_plan_releasing_weights(*graph, provider_list, model.ir_version < 4));
+  ONYX_ASSIGN_OR_RETURN(plan,
+                        session::make_plan_releasing_weights(*graph, provider_list, transfers, model.ir_version < 4));
   // Weights still read from the model file at run time come back page by page
   // as runs read them (a Gather reads a few rows of its table, not all).
   model::release_mapped_pages(model.backing);
@@ -161,7 +199,8 @@ Status InferenceSession::Impl::check_feed(const ValueMetadata& meta, const Value
   const ValueType& want = meta.type;
   if (want.kind == ValueType::Kind::kTensor) {
     if (!value.is_tensor()) {
-      return invalid_argument("input '", meta.name, "': expected ", want.to_string(), ", got ", value.type().to_string());
+      return invalid_argument("input '", meta.name, "': expected ", want.to_string(), ", got ",
+                              value.type().to_string());
     }
     const Tensor& t = value.tensor();
     if (want.elem_type != DataType::kUndefined && t.dtype() != want.elem_type) {
@@ -175,9 +214,8 @@ Status InferenceSession::Impl::check_feed(const ValueMetadata& meta, const Value
       }
       for (size_t d = 0; d < meta.dims.size(); ++d) {
         if (meta.dims[d] >= 0 && t.dim(static_cast<int64_t>(d)) != meta.dims[d]) {
-          return invalid_argument("input '", meta.name, "' has shape ", shape_to_string(t.shape()),
-                                  ", expected ", shape_description(meta), " (dimension ", d, " must be ",
-                                  meta.dims[d], ")");
+          return invalid_argument("input '", meta.name, "' has shape ", shape_to_string(t.shape()), ", expected ",
+                                  shape_description(meta), " (dimension ", d, " must be ", meta.dims[d], ")");
         }
       }
     }
@@ -191,6 +229,19 @@ Status InferenceSession::Impl::check_feed(const ValueMetadata& meta, const Value
 
 Status InferenceSession::Impl::run(const std::vector<std::string>& output_names, const Feeds& feeds,
                                    const RunOptions& run_options, std::vector<Value>* result) const {
+  return run_to(output_names, feeds, run_options, {}, result);
+}
+
+const ExecutionProvider* InferenceSession::Impl::provider_for(const Device& device) const {
+  for (const auto& p : providers) {
+    if (p->device().same_device(device) && p->allocator(device.memory) != nullptr) return p.get();
+  }
+  return nullptr;
+}
+
+Status InferenceSession::Impl::run_to(const std::vector<std::string>& output_names, const Feeds& feeds,
+                                      const RunOptions& run_options, const std::vector<const Device*>& devices,
+                                      std::vector<Value>* result) const {
   // Bind feeds to graph inputs by name.
   std::vector<const Value*> bound(graph->inputs.size(), nullptr);
   for (const auto& [name, value] : feeds) {
@@ -201,7 +252,8 @@ Status InferenceSession::Impl::run(const std::vector<std::string>& output_names,
     if (index == graph->inputs.size()) {
       std::string names;
       for (const auto& m : inputs) names += (names.empty() ? "'" : ", '") + m.name + "'";
-      return invalid_argument("unknown input name '", name, "'; the model's inputs are ", names.empty() ? "none" : names);
+      return invalid_argument("unknown input name '", name, "'; the model's inputs are ",
+                              names.empty() ? "none" : names);
     }
     if (bound[index] != nullptr) return invalid_argument("input '", name, "' is fed twice");
     const graph::ValueEntry& entry = graph->values[static_cast<size_t>(graph->inputs[index])];
@@ -238,10 +290,35 @@ Status InferenceSession::Impl::run(const std::vector<std::string>& output_names,
   state.options = &run_options;
   state.pool = pool.get();
   state.profiler = profiler.get();
+  state.transfers = &transfers;
   std::vector<Value> all;
   ONYX_RETURN_IF_ERROR(session::run_plan(*plan, nullptr, bound, state, all));
+  ONYX_RETURN_IF_ERROR(state.streams.synchronize());
   result->clear();
-  for (size_t i : wanted) result->push_back(all[i]);
+  for (size_t k = 0; k < wanted.size(); ++k) {
+    Value value = all[wanted[k]];
+    // Outputs come back to the host unless bound elsewhere.
+    const Device want = k < devices.size() && devices[k] != nullptr ? *devices[k] : Device{};
+    if (value.is_tensor() && value.tensor().defined() && value.tensor().device() != want &&
+        !(want.is_cpu() && value.tensor().device().host_readable())) {
+      Allocator* target = want.is_cpu() ? cpu_allocator() : nullptr;
+      if (target == nullptr) {
+        const ExecutionProvider* p = provider_for(want);
+        if (p == nullptr) {
+          return invalid_argument("output '", graph->value_name(graph->outputs[wanted[k]]), "' is bound to ",
+                                  device_to_string(want), ", which no provider of this session has");
+        }
+        target = p->allocator(want.memory);
+      }
+      Result<Tensor> moved = transfers.copy_to(value.tensor(), target);
+      if (!moved.is_ok()) {
+        return Status(moved.status().code(), str_cat("output '", graph->value_name(graph->outputs[wanted[k]]),
+                                                     "': ", moved.status().message()));
+      }
+      value = Value(std::move(moved).value());
+    }
+    result->push_back(std::move(value));
+  }
   return Status::ok();
 }
 
@@ -287,6 +364,85 @@ std::vector<Value> InferenceSession::run(const std::vector<std::string>& output_
 Status InferenceSession::run(const std::vector<std::string>& output_names, const Feeds& feeds,
                              const RunOptions& run_options, std::vector<Value>* outputs) const {
   return impl_->run(output_names, feeds, run_options, outputs);
+}
+
+void IoBinding::bind_input(const std::string& name, Value value) {
+  for (auto& [n, v] : inputs_) {
+    if (n == name) {
+      v = std::move(value);
+      return;
+    }
+  }
+  inputs_.emplace_back(name, std::move(value));
+}
+
+void IoBinding::bind_output(const std::string& name, Device device) {
+  for (Output& o : outputs_) {
+    if (o.name == name) {
+      o = Output{name, device, Tensor()};
+      return;
+    }
+  }
+  outputs_.push_back(Output{name, device, Tensor()});
+}
+
+void IoBinding::bind_output(const std::string& name, Tensor destination) {
+  const Device device = destination.device();
+  bind_output(name, device);
+  for (Output& o : outputs_) {
+    if (o.name == name) o.destination = std::move(destination);
+  }
+}
+
+std::vector<std::string> IoBinding::output_names() const {
+  std::vector<std::string> names;
+  for (const Output& o : outputs_) names.push_back(o.name);
+  return names;
+}
+
+void InferenceSession::run_with_binding(IoBinding& binding, const RunOptions& run_options) const {
+  std::vector<const Device*> devices;
+  for (const IoBinding::Output& o : binding.outputs_) devices.push_back(&o.device);
+  std::vector<Value> results;
+  throw_if_error(impl_->run_to(binding.output_names(), binding.inputs_, run_options, devices, &results));
+  for (size_t k = 0; k < results.size() && k < binding.outputs_.size(); ++k) {
+    Tensor& destination = binding.outputs_[k].destination;
+    if (!destination.defined()) continue;
+    if (!results[k].is_tensor()) {
+      throw Error(invalid_argument("output '", binding.outputs_[k].name,
+                                   "' is not a tensor; it cannot be written into a bound tensor"));
+    }
+    const Tensor& made = results[k].tensor();
+    if (made.dtype() != destination.dtype() || made.shape() != destination.shape()) {
+      throw Error(invalid_argument("output '", binding.outputs_[k].name, "' is ", made.describe(),
+                                   ", but the tensor bound for it is ", destination.describe()));
+    }
+    if (made.raw_data() != destination.raw_data()) throw_if_error(impl_->transfers.copy(made, destination));
+    results[k] = Value(destination);
+  }
+  binding.results_ = std::move(results);
+}
+
+Allocator* InferenceSession::allocator(const Device& device) const {
+  if (device.is_cpu()) return cpu_allocator();
+  const ExecutionProvider* p = impl_->provider_for(device);
+  return p ? p->allocator(device.memory) : nullptr;
+}
+
+Tensor InferenceSession::copy_to(const Tensor& tensor, const Device& device) const {
+  Allocator* target = allocator(device);
+  if (target == nullptr) {
+    throw Error(invalid_argument("no provider of this session has memory on ", device_to_string(device)));
+  }
+  Result<Tensor> copy = impl_->transfers.copy_to(tensor, target);
+  if (!copy.is_ok()) throw Error(copy.status());
+  return std::move(copy).value();
+}
+
+std::map<std::string, std::map<std::string, std::string>> InferenceSession::provider_options() const {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  for (const auto& p : impl_->providers) out[p->name()] = p->options();
+  return out;
 }
 
 const std::vector<ValueMetadata>& InferenceSession::inputs() const { return impl_->inputs; }

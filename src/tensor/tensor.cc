@@ -26,6 +26,38 @@ int64_t shape_size(const Shape& shape) {
   return n;
 }
 
+std::string device_to_string(const Device& device) {
+  std::string out;
+  switch (device.type) {
+    case DeviceType::kCpu:
+      out = "Cpu";
+      break;
+    case DeviceType::kCuda:
+      out = "Cuda";
+      break;
+    case DeviceType::kVulkan:
+      out = "Vulkan";
+      break;
+    case DeviceType::kOpenVino:
+      out = "OpenVINO";
+      break;
+    case DeviceType::kTest:
+      out = "Test";
+      break;
+    default:
+      out = "Device";
+      out += std::to_string(static_cast<int>(device.type));
+      break;
+  }
+  if (device.type != DeviceType::kCpu || device.id != 0) {
+    out += ':';
+    out += std::to_string(device.id);
+  }
+  if (device.memory == MemoryType::kHostPinned) out += " (pinned)";
+  if (device.memory == MemoryType::kHostAccessible) out += " (host-accessible)";
+  return out;
+}
+
 std::string shape_to_string(const Shape& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -74,7 +106,7 @@ std::mutex& owned_mutex() {
   static std::mutex mutex;
   return mutex;
 }
-std::map<uintptr_t, size_t>& owned_mappings() {  // start -> bytes
+std::map<uintptr_t, size_t>& owned_mappings() {             // start -> bytes
   static auto* mappings = new std::map<uintptr_t, size_t>;  // never destroyed: static tensors free late
   return *mappings;
 }
@@ -200,13 +232,14 @@ Result<Tensor> Tensor::create(DataType dtype, Shape shape, Allocator* allocator)
     const int64_t n = t.size();
     auto* strings = static_cast<std::string*>(p);
     for (int64_t i = 0; i < n; ++i) new (&strings[i]) std::string();
-    t.storage_ = std::shared_ptr<void>(p, [allocator, bytes, n](void* q) {
+    t.storage_ = std::shared_ptr<void>(p, [allocator, bytes, n, hold = allocator->weak_from_this().lock()](void* q) {
       auto* s = static_cast<std::string*>(q);
       for (int64_t i = 0; i < n; ++i) s[i].~basic_string();
       allocator->deallocate(q, bytes);
     });
   } else {
-    t.storage_ = std::shared_ptr<void>(p, [allocator, bytes](void* q) { allocator->deallocate(q, bytes); });
+    t.storage_ = std::shared_ptr<void>(
+        p, [allocator, bytes, hold = allocator->weak_from_this().lock()](void* q) { allocator->deallocate(q, bytes); });
   }
   return t;
 }

@@ -79,11 +79,21 @@ class ModelBuilder {
     model_.graph->initializer.push_back(t);
     return *this;
   }
+  ModelBuilder& int64_initializer(const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> values) {
+    model::TensorProto t;
+    t.name = name;
+    t.data_type = 7;
+    t.dims = std::move(dims);
+    t.int64_data = std::move(values);
+    model_.graph->initializer.push_back(t);
+    return *this;
+  }
   model::ModelProto& proto() { return model_; }
   std::string bytes() const { return model::serialize_model(model_); }
 
  private:
-  static model::ValueInfoProto value_info(const std::string& name, const std::vector<int64_t>& dims, int32_t elem_type) {
+  static model::ValueInfoProto value_info(const std::string& name, const std::vector<int64_t>& dims,
+                                          int32_t elem_type) {
     model::ValueInfoProto v;
     v.name = name;
     v.has_type = true;

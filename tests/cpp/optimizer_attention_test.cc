@@ -50,7 +50,7 @@ Optimized optimize_and_compare(ModelBuilder& b, const std::vector<Value>& inputs
   r.after = std::move(after).value();
   OptimizerOptions options;
   options.verify_after_each_pass = true;
-  auto stats = optimizer::optimize_graph(*r.after, options);
+  auto stats = optimize_for_cpu(*r.after, options);
   EXPECT_TRUE(stats.is_ok()) << stats.status().message();
   if (!stats.is_ok()) return r;
   auto expected = run_graph(*r.before, inputs);
@@ -82,7 +82,7 @@ struct BertOptions {
   bool computed_shapes = false;  // Reshape targets from Shape/Gather/Concat
   bool scale_per_head = false;   // Div by a [heads, 1, 1] tensor: no fusion
   bool scores_also_output = false;
-  float mask_one = 1.0f;         // the 1 in (1 - mask) * -10000
+  float mask_one = 1.0f;  // the 1 in (1 - mask) * -10000
   std::vector<int64_t> head_shape = {0, 0, kHeads, kHeadSize};
 };
 
@@ -286,7 +286,8 @@ TEST(OptimizerAttentionFusion, LeavesUntransposedKeys) {
 ModelBuilder gpt2_attention(bool with_past, int64_t seq = kSeq, bool decode_mask = false) {
   ModelBuilder b(13);
   b.input("x", {kBatch, seq, kHidden}).output("y");
-  if (with_past) b.input("past_key", {kBatch, kHeads, 3, kHeadSize}).input("past_value", {kBatch, kHeads, 3, kHeadSize});
+  if (with_past)
+    b.input("past_key", {kBatch, kHeads, 3, kHeadSize}).input("past_value", {kBatch, kHeads, 3, kHeadSize});
   int64_initializer(b, "flat_shape", {2}, {-1, kHidden});
   int64_initializer(b, "qkv_shape", {3}, {kBatch, seq, 3 * kHidden});
   int64_initializer(b, "split", {3}, {kHidden, kHidden, kHidden});
@@ -364,9 +365,9 @@ TEST(OptimizerAttentionFusion, FusesGpt2CausalAttention) {
 
 TEST(OptimizerAttentionFusion, FusesGpt2PastIntoMultiHeadAttention) {
   ModelBuilder b = gpt2_attention(true);
-  auto r = optimize_and_compare(b, {random_tensor({kBatch, kSeq, kHidden}, 93),
-                                    random_tensor({kBatch, kHeads, 3, kHeadSize}, 94),
-                                    random_tensor({kBatch, kHeads, 3, kHeadSize}, 95)});
+  auto r = optimize_and_compare(
+      b, {random_tensor({kBatch, kSeq, kHidden}, 93), random_tensor({kBatch, kHeads, 3, kHeadSize}, 94),
+          random_tensor({kBatch, kHeads, 3, kHeadSize}, 95)});
   ASSERT_TRUE(r.after);
   EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "MultiHeadAttention"), 1);
   const graph::Node* mha = find_op(*r.after, "MultiHeadAttention");
@@ -379,8 +380,9 @@ TEST(OptimizerAttentionFusion, FusesDecodeStepWithSharedMask) {
   // One query against past + 1 keys, the mask [B, 1, 1, past + 1]: its
   // query dim of 1 is the query length, not a broadcast.
   ModelBuilder b = gpt2_attention(true, 1, true);
-  auto r = optimize_and_compare(b, {random_tensor({kBatch, 1, kHidden}, 96), random_tensor({kBatch, kHeads, 3, kHeadSize}, 97),
-                                    random_tensor({kBatch, kHeads, 3, kHeadSize}, 98), random_tensor({kBatch, 1, 1, 4}, 99)});
+  auto r = optimize_and_compare(
+      b, {random_tensor({kBatch, 1, kHidden}, 96), random_tensor({kBatch, kHeads, 3, kHeadSize}, 97),
+          random_tensor({kBatch, kHeads, 3, kHeadSize}, 98), random_tensor({kBatch, 1, 1, 4}, 99)});
   ASSERT_TRUE(r.after);
   EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "MultiHeadAttention"), 1);
   EXPECT_EQ(count_ops(*r.after, "Softmax"), 0);
@@ -450,7 +452,7 @@ void check_model(const std::string& path, int min_attention) {
   ASSERT_TRUE(before.is_ok() && after.is_ok());
   OptimizerOptions options;
   options.verify_after_each_pass = true;
-  auto stats = optimizer::optimize_graph(**after, options);
+  auto stats = optimize_for_cpu(**after, options);
   ASSERT_TRUE(stats.is_ok()) << stats.status().message();
   EXPECT_GE(count_domain_op(**after, "com.microsoft", "Attention") +
                 count_domain_op(**after, "com.microsoft", "MultiHeadAttention"),

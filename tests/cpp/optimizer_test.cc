@@ -40,7 +40,7 @@ Optimized optimize_and_compare(ModelBuilder& b, const std::vector<Value>& inputs
   options.level = level;
   options.verify_after_each_pass = true;
   options.disabled_optimizers = std::move(disabled);
-  auto stats = optimizer::optimize_graph(*r.after, options);
+  auto stats = optimize_for_cpu(*r.after, options);
   EXPECT_TRUE(stats.is_ok()) << stats.status().message();
   if (!stats.is_ok()) return r;
   r.stats = *stats;
@@ -99,11 +99,11 @@ TEST(OptimizerConstantFolding, RespectsBudgetAndOverridableInitializers) {
   options.level = GraphOptimizationLevel::kEnableBasic;
   options.verify_after_each_pass = true;
   options.constant_folding_budget_bytes = 1024;
-  ASSERT_TRUE(optimizer::optimize_graph(g, options).is_ok());
+  ASSERT_TRUE(optimize_for_cpu(g, options).is_ok());
   EXPECT_EQ(count_ops(g, "Expand"), 1);  // 16 KiB > 1 KiB budget
   EXPECT_EQ(count_ops(g, "Relu"), 1);    // w may be overridden at run
   options.constant_folding_budget_bytes = 1 << 20;
-  ASSERT_TRUE(optimizer::optimize_graph(g, options).is_ok());
+  ASSERT_TRUE(optimize_for_cpu(g, options).is_ok());
   EXPECT_EQ(count_ops(g, "Expand"), 0);
   EXPECT_EQ(count_ops(g, "Relu"), 1);
 }
@@ -119,7 +119,7 @@ TEST(OptimizerConstantFolding, NeverFoldsRandomOps) {
   OptimizerOptions options;
   options.level = GraphOptimizationLevel::kEnableAll;
   options.verify_after_each_pass = true;
-  ASSERT_TRUE(optimizer::optimize_graph(**model, options).is_ok());
+  ASSERT_TRUE(optimize_for_cpu(**model, options).is_ok());
   EXPECT_EQ(count_ops(**model, "RandomUniform"), 1);
 }
 
@@ -146,7 +146,7 @@ TEST(OptimizerElimination, RemovesNoOpsAndKeepsOutputNames) {
   b.node("Cast", {"t0"}, {"c0"});
   attrs(b, {int_attr("to", 1)});
   b.node("Dropout", {"c0"}, {"d0"});
-  b.node("Identity", {"d0"}, {"y"});  // graph output: keeps its name
+  b.node("Identity", {"d0"}, {"y"});   // graph output: keeps its name
   b.node("Transpose", {"r"}, {"t1"});  // a real transpose: stays
   attrs(b, {ints_attr("perm", {1, 0})});
   b.node("Cast", {"t1"}, {"z"});  // a real cast: stays
@@ -287,7 +287,7 @@ TEST(OptimizerShapeFolding, FoldsKnownDimsOfSymbolicShapes) {
   b.node("Reshape", {"flat", "shape2"}, {"y"});
   auto r = optimize_and_compare(b, {random_tensor({2, 3, 4}, 9)}, GraphOptimizationLevel::kEnableBasic);
   ASSERT_TRUE(r.after);
-  EXPECT_EQ(count_ops(*r.after, "Mul"), 0);  // 3 * 4 folded
+  EXPECT_EQ(count_ops(*r.after, "Mul"), 0);     // 3 * 4 folded
   EXPECT_EQ(count_ops(*r.after, "Gather"), 1);  // only the symbolic dim
 }
 
@@ -297,7 +297,8 @@ void add_conv(ModelBuilder& b, int channels_in, int channels_out, bool bias, uin
   b.initializer("W", {channels_out, channels_in, 3, 3},
                 random_values(static_cast<size_t>(channels_out * channels_in * 9), seed));
   if (bias) b.initializer("B", {channels_out}, random_values(static_cast<size_t>(channels_out), seed + 1));
-  b.node("Conv", bias ? std::vector<std::string>{"x", "W", "B"} : std::vector<std::string>{"x", "W"}, {"conv"}, "conv1");
+  b.node("Conv", bias ? std::vector<std::string>{"x", "W", "B"} : std::vector<std::string>{"x", "W"}, {"conv"},
+         "conv1");
   attrs(b, {ints_attr("pads", {1, 1, 1, 1})});
 }
 
@@ -520,7 +521,7 @@ TEST(OptimizerLayout, LeavesWinogradConvsInNchw) {
     b.node("Conv", {x, y + "_W", y + "_B"}, {y}, y);
     attrs(b, {ints_attr("pads", {k / 2, k / 2, k / 2, k / 2})});
   };
-  conv("x", "c1", 64, 128, 3, 400);   // blocked: 64 input channels
+  conv("x", "c1", 64, 128, 3, 400);    // blocked: 64 input channels
   conv("c1", "c2", 128, 128, 3, 402);  // NCHW: Winograd
   b.node("MaxPool", {"c2"}, {"p2"});
   attrs(b, {ints_attr("kernel_shape", {1, 1})});
@@ -543,7 +544,7 @@ TEST(OptimizerLayout, PadsChannelsThatDoNotFillABlock) {
   ModelBuilder b(15);
   b.input("x", {1, 12, 9, 7}).input("r", {1, 24, 9, 7}).output("y");
   add_conv_named(b, "x", "c1", 12, 24, 3, 210);  // 12 in, 24 out: padded (with AVX-512: both)
-  b.node("Add", {"c1", "r"}, {"s"});              // the residual is reordered and padded too
+  b.node("Add", {"c1", "r"}, {"s"});             // the residual is reordered and padded too
   add_conv_named(b, "s", "c2", 24, 24, 1, 212);
   b.initializer("dw", {24, 1, 3, 3}, random_values(24 * 9, 214, -0.3f, 0.3f));
   b.node("Conv", {"c2", "dw"}, {"y"}, "depthwise");
@@ -657,17 +658,31 @@ TEST(OptimizerConvResidualFusion, LeavesBroadcastAndSharedConvOutput) {
   }
 }
 
-TEST(OptimizerActivationFusion, NotForNonCpuProviders) {
+// A node another provider owns is not the CPU's to fuse: its passes run on
+// the CPU's nodes only.
+TEST(OptimizerActivationFusion, NotForNodesOfOtherProviders) {
   ModelBuilder b(13);
   b.input("x", {1, 3, 5, 5}).output("y");
   add_conv(b, 3, 4, true, 67);
   b.node("Relu", {"conv"}, {"y"});
   auto model = load_graph(b.proto());
   ASSERT_TRUE(model.is_ok());
+  graph::Graph& g = **model;
+  for (graph::Node& node : g.nodes) {
+    node.execution_provider = node.op_type == "Relu" ? "OtherExecutionProvider" : kCpuProviderName;
+  }
+  std::unique_ptr<ExecutionProvider> cpu = make_cpu_provider();
   OptimizerOptions options;
-  options.provider_names = {"CUDAExecutionProvider", "CPUExecutionProvider"};
-  ASSERT_TRUE(optimizer::optimize_graph(**model, options).is_ok());
-  EXPECT_EQ(count_ops(**model, "Relu"), 1);
+  options.level = GraphOptimizationLevel::kEnableExtended;
+  options.verify_after_each_pass = true;
+  ASSERT_TRUE(session::run_provider_passes(g, {cpu.get()}, options).is_ok());
+  EXPECT_EQ(count_ops(g, "Relu"), 1);
+  EXPECT_EQ(count_ops(g, "FusedConv"), 0);
+  // Owned by the CPU, the same pair fuses.
+  for (graph::Node& node : g.nodes) node.execution_provider = kCpuProviderName;
+  ASSERT_TRUE(session::run_provider_passes(g, {cpu.get()}, options).is_ok());
+  EXPECT_EQ(count_ops(g, "Relu"), 0);
+  EXPECT_EQ(count_ops(g, "FusedConv"), 1);
 }
 
 // ---- extended: Gelu ----------------------------------------------------------
@@ -862,7 +877,8 @@ TEST(OptimizerEmbedLayerNormFusion, FusesLookupsPositionsAndNorm) {
 TEST(OptimizerEmbedLayerNormFusion, LeavesTablesThatAreNotConstant) {
   ModelBuilder b(17);
   add_bert_embeddings(b, false);
-  auto r = optimize_and_compare(b, {int64_ids({2, 5}, 30, 137), int64_ids({2, 5}, 2, 138), random_tensor({30, 8}, 139)});
+  auto r =
+      optimize_and_compare(b, {int64_ids({2, 5}, 30, 137), int64_ids({2, 5}, 2, 138), random_tensor({30, 8}, 139)});
   ASSERT_TRUE(r.after);
   EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "EmbedLayerNormalization"), 0);
   EXPECT_EQ(count_ops(*r.after, "Gather"), 2);
@@ -881,9 +897,15 @@ void add_rms_norm(ModelBuilder& b, const std::string& x, const std::string& out,
   attrs(b, {ints_attr("axes", axes)});
   b.node("Add", {"var", "eps"}, {"ve"}).node("Sqrt", {"ve"}, {"sd"});
   switch (form) {
-    case RmsForm::kReciprocal: b.node("Reciprocal", {"sd"}, {"inv"}).node("Mul", {x, "inv"}, {"n"}); break;
-    case RmsForm::kDivOne: b.node("Div", {"one", "sd"}, {"inv"}).node("Mul", {"inv", x}, {"n"}); break;
-    case RmsForm::kDivX: b.node("Div", {x, "sd"}, {"n"}); break;
+    case RmsForm::kReciprocal:
+      b.node("Reciprocal", {"sd"}, {"inv"}).node("Mul", {x, "inv"}, {"n"});
+      break;
+    case RmsForm::kDivOne:
+      b.node("Div", {"one", "sd"}, {"inv"}).node("Mul", {"inv", x}, {"n"});
+      break;
+    case RmsForm::kDivX:
+      b.node("Div", {x, "sd"}, {"n"});
+      break;
   }
   b.node("Mul", {"gamma", "n"}, {out});
 }
@@ -990,9 +1012,14 @@ TEST(OptimizerManager, LevelsAndDisabledPasses) {
     EXPECT_EQ(r.after->nodes.size(), 2u);
     for (const auto& s : r.stats) EXPECT_NE(s.pass, "activation_fusion");
   }
-  const auto names = optimizer::pass_names(GraphOptimizationLevel::kEnableAll);
+  std::vector<std::string> names;
+  for (const auto& pass : optimizer::basic_passes()) names.push_back(pass->name());
+  for (const auto& level : make_cpu_provider()->passes(GraphOptimizationLevel::kEnableAll)) {
+    for (const auto& pass : level) names.push_back(pass->name());
+  }
   EXPECT_NE(std::find(names.begin(), names.end(), "constant_folding"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "layer_norm_fusion"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "nchwc_transformer"), names.end());
 }
 
 TEST(OptimizerManager, VerifierFindsBrokenGraphs) {
@@ -1034,7 +1061,7 @@ TEST(OptimizerManager, OptimizedGraphRoundTripsThroughSession) {
   auto g = load_graph(b.proto());
   ASSERT_TRUE(g.is_ok());
   OptimizerOptions options;
-  ASSERT_TRUE(optimizer::optimize_graph(**g, options).is_ok());
+  ASSERT_TRUE(optimize_for_cpu(**g, options).is_ok());
   model::ModelProto saved = graph::graph_to_model(**g, b.proto());
   saved.opset_import.push_back({"com.microsoft", 1});
   const std::string bytes = model::serialize_model(saved);
@@ -1060,7 +1087,7 @@ void check_model(const std::string& path, size_t max_nodes_after) {
   ASSERT_TRUE(before.is_ok() && after.is_ok());
   OptimizerOptions options;
   options.verify_after_each_pass = true;
-  auto stats = optimizer::optimize_graph(**after, options);
+  auto stats = optimize_for_cpu(**after, options);
   ASSERT_TRUE(stats.is_ok()) << stats.status().message();
   EXPECT_LE((*after)->nodes.size(), max_nodes_after) << "before: " << (*before)->nodes.size();
   std::vector<Value> inputs;

@@ -18,6 +18,7 @@
 #include "optimizer/optimizer.h"
 #include "providers/execution_provider.h"
 #include "session/executor.h"
+#include "session/partition.h"
 #include "session/planner.h"
 #include "session/version_resolution.h"
 #include "training/gradient.h"
@@ -32,6 +33,15 @@ inline Result<std::unique_ptr<graph::Graph>> load_graph(const model::ModelProto&
   inference.initializers_in_inputs_are_constant = model.ir_version < 4;
   ONYX_RETURN_IF_ERROR(graph::infer_shapes(*g, inference));
   return g;
+}
+
+// What a session does to a graph with the CPU provider alone: the
+// provider-independent passes, partitioning, then the CPU's own passes
+// (extended fusions, NCHWc layout), all at `options.level`.
+inline Result<std::vector<optimizer::PassStatistics>> optimize_for_cpu(graph::Graph& graph,
+                                                                       const optimizer::OptimizerOptions& options) {
+  std::unique_ptr<ExecutionProvider> cpu = make_cpu_provider();
+  return session::optimize_for_providers(graph, {cpu.get()}, options);
 }
 
 // Runs `plan` with `inputs` bound to its graph inputs in order.
@@ -71,11 +81,24 @@ inline double max_relative_error(const Tensor& a, const Tensor& b) {
   for (int64_t i = 0; i < a.size(); ++i) {
     double x = 0, y = 0;
     switch (a.dtype()) {
-      case DataType::kFloat: x = a.data<float>()[i]; y = b.data<float>()[i]; break;
-      case DataType::kDouble: x = a.data<double>()[i]; y = b.data<double>()[i]; break;
-      case DataType::kInt64: x = static_cast<double>(a.data<int64_t>()[i]); y = static_cast<double>(b.data<int64_t>()[i]); break;
-      case DataType::kInt32: x = a.data<int32_t>()[i]; y = b.data<int32_t>()[i]; break;
-      default: return 0;
+      case DataType::kFloat:
+        x = a.data<float>()[i];
+        y = b.data<float>()[i];
+        break;
+      case DataType::kDouble:
+        x = a.data<double>()[i];
+        y = b.data<double>()[i];
+        break;
+      case DataType::kInt64:
+        x = static_cast<double>(a.data<int64_t>()[i]);
+        y = static_cast<double>(b.data<int64_t>()[i]);
+        break;
+      case DataType::kInt32:
+        x = a.data<int32_t>()[i];
+        y = b.data<int32_t>()[i];
+        break;
+      default:
+        return 0;
     }
     worst = std::max(worst, std::fabs(x - y) / (1.0 + std::fabs(y)));
   }

@@ -28,11 +28,13 @@ using testing::random_floats;
 constexpr int64_t kRows = 3, kK = 8, kN = 5;
 
 // y = x W (row-major, x is rows x k, W is k x n), the reference loop.
-std::vector<float> matmul(const std::vector<float>& x, const std::vector<float>& w, int64_t rows, int64_t k, int64_t n) {
+std::vector<float> matmul(const std::vector<float>& x, const std::vector<float>& w, int64_t rows, int64_t k,
+                          int64_t n) {
   std::vector<float> y(static_cast<size_t>(rows * n), 0.0f);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < n; ++j)
-      for (int64_t p = 0; p < k; ++p) y[static_cast<size_t>(i * n + j)] += x[static_cast<size_t>(i * k + p)] * w[static_cast<size_t>(p * n + j)];
+      for (int64_t p = 0; p < k; ++p)
+        y[static_cast<size_t>(i * n + j)] += x[static_cast<size_t>(i * k + p)] * w[static_cast<size_t>(p * n + j)];
   return y;
 }
 
@@ -66,7 +68,7 @@ Planned plan_releasing_weights(const ModelBuilder& b) {
   auto prepared = session::prepare_graph(*model, options, {p.cpu.get()});
   EXPECT_TRUE(prepared.is_ok()) << prepared.status().message();
   p.graph = std::move(prepared->graph);
-  auto plan = session::make_plan_releasing_weights(*p.graph, {p.cpu.get()});
+  auto plan = session::make_plan_releasing_weights(*p.graph, {p.cpu.get()}, DataTransferRegistry{});
   EXPECT_TRUE(plan.is_ok()) << plan.status().message();
   p.plan = std::move(plan).value();
   return p;
@@ -107,7 +109,7 @@ TEST(SessionWeights, KeepsWeightsAReaderNeedsOrAFeedMayReplace) {
   auto session = InferenceSession::from_bytes(b.bytes());
   const std::vector<float> x = random_floats(kRows * kK, 6), fed = random_floats(kK * kN, 7);
   auto out = session->run({}, {{"x", Value(Tensor::from_vector<float>(x, {kRows, kK}))},
-                              {"w_in", Value(Tensor::from_vector<float>(fed, {kK, kN}))}});
+                               {"w_in", Value(Tensor::from_vector<float>(fed, {kK, kN}))}});
   expect_near(out[0].tensor(), matmul(x, w, kRows, kK, kN));
   expect_near(out[2].tensor(), matmul(x, fed, kRows, kK, kN));
 }
@@ -145,8 +147,8 @@ TEST(SessionWeights, KeepsWeightsASubgraphReads) {
 
   auto session = InferenceSession::from_bytes(b.bytes());
   const std::vector<float> x = random_floats(kRows * kK, 9);
-  auto out = session->run({}, {{"cond", Value(Tensor::scalar<bool>(true))},
-                              {"x", Value(Tensor::from_vector<float>(x, {kRows, kK}))}});
+  auto out = session->run(
+      {}, {{"cond", Value(Tensor::scalar<bool>(true))}, {"x", Value(Tensor::from_vector<float>(x, {kRows, kK}))}});
   const std::vector<float> want = matmul(x, w, kRows, kK, kN);
   expect_near(out[0].tensor(), want);
   expect_near(out[1].tensor(), want);
@@ -164,11 +166,11 @@ TEST(SessionWeights, FileModelsAndTheOptimizedModelKeepTheirWeights) {
   b.input("x", {kRows, kBigK});
   raw_initializer(b, "w1", {kBigK, kBigN}, w1);
   raw_initializer(b, "w2", {kBigN, kN}, w2);
-  b.node("MatMul", {"x", "w1"}, {"h"}, "mm1").node("Relu", {"h"}, {"r"}, "relu").node("MatMul", {"r", "w2"}, {"y"}, "mm2");
+  b.node("MatMul", {"x", "w1"}, {"h"}, "mm1")
+      .node("Relu", {"h"}, {"r"}, "relu")
+      .node("MatMul", {"r", "w2"}, {"y"}, "mm2");
   b.output("y");
-  {
-    std::ofstream(model_path, std::ios::binary) << b.bytes();
-  }
+  { std::ofstream(model_path, std::ios::binary) << b.bytes(); }
   const std::vector<float> x = random_floats(kRows * kBigK, 12);
   std::vector<float> want = matmul(x, w1, kRows, kBigK, kBigN);
   for (float& v : want) v = std::max(v, 0.0f);

@@ -4,7 +4,6 @@
 #include <limits>
 
 #include "optimizer/pass.h"
-#include "providers/kernel.h"
 
 namespace onyx::optimizer {
 namespace {
@@ -45,7 +44,7 @@ class ActivationFusion final : public Pass {
 
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& op = ctx.node(index);
-    if (!ctx.cpu_only() || op.outputs.size() != 1) return std::nullopt;
+    if (op.outputs.size() != 1) return std::nullopt;
     // A FusedConv without an activation is a Conv with a residual input Z
     // (conv_residual_fusion): the activation then applies to conv + Z.
     const bool conv = is_op(op, "Conv") || (op.domain == "com.microsoft" && op.op_type == "FusedConv" &&
@@ -54,7 +53,7 @@ class ActivationFusion final : public Pass {
     if (!conv && !gemm) return std::nullopt;
     if (gemm && op.since_version < 7) return std::nullopt;  // FusedGemm has Gemm-7+ semantics
     const char* fused_type = conv ? "FusedConv" : "FusedGemm";
-    if (!cpu_kernel_registry().has_op("com.microsoft", fused_type)) return std::nullopt;
+    if (!ctx.has_op("com.microsoft", fused_type)) return std::nullopt;
     if (ctx.elem_type(op.outputs[0]) != DataType::kFloat) return std::nullopt;
     const int32_t y = op.outputs[0];
     const auto& users = ctx.consumers(y);

@@ -12,7 +12,6 @@
 #include <unordered_set>
 
 #include "optimizer/extended/shape_patterns.h"
-#include "providers/kernel.h"
 
 namespace onyx::optimizer {
 namespace {
@@ -349,7 +348,7 @@ class AttentionFusion final : public Pass {
 
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& softmax = ctx.node(index);
-    if (!ctx.cpu_only() || !is_op(softmax, "Softmax") || softmax.inputs.size() != 1 || softmax.outputs.size() != 1) {
+    if (!is_op(softmax, "Softmax") || softmax.inputs.size() != 1 || softmax.outputs.size() != 1) {
       return std::nullopt;
     }
     if (ctx.elem_type(softmax.outputs[0]) != DataType::kFloat) return std::nullopt;
@@ -488,8 +487,7 @@ class AttentionFusion final : public Pass {
     if (!reshape_keeps_leading(ctx, ctx.node(merge_r), q->projected, 2, {v_hidden}, v_hidden, &m.optional)) {
       return std::nullopt;
     }
-    if (!cpu_kernel_registry().has_op("com.microsoft", "Attention") ||
-        !cpu_kernel_registry().has_op("com.microsoft", "MultiHeadAttention")) {
+    if (!ctx.has_op("com.microsoft", "Attention") || !ctx.has_op("com.microsoft", "MultiHeadAttention")) {
       return std::nullopt;
     }
 

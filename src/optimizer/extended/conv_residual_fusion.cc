@@ -4,7 +4,6 @@
 // instead of a pass of its own over memory. activation_fusion then folds a
 // following Relu into the same node (FusedConv computes act(conv + B + Z)).
 #include "optimizer/pass.h"
-#include "providers/kernel.h"
 
 namespace onyx::optimizer {
 namespace {
@@ -24,11 +23,10 @@ class ConvResidualFusion final : public Pass {
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& add = ctx.node(index);
     // Caffe2 exports write the residual sum as a two-input Sum.
-    if (!ctx.cpu_only() || (!is_op(add, "Add") && !is_op(add, "Sum")) || add.inputs.size() != 2 ||
-        add.outputs.size() != 1) {
+    if ((!is_op(add, "Add") && !is_op(add, "Sum")) || add.inputs.size() != 2 || add.outputs.size() != 1) {
       return std::nullopt;
     }
-    if (!cpu_kernel_registry().has_op("com.microsoft", "FusedConv")) return std::nullopt;
+    if (!ctx.has_op("com.microsoft", "FusedConv")) return std::nullopt;
     if (add.inputs[0] == add.inputs[1]) return std::nullopt;
     for (int side = 0; side < 2; ++side) {
       const int32_t y = add.inputs[static_cast<size_t>(side)];

@@ -12,7 +12,6 @@
 #include <array>
 
 #include "optimizer/pass.h"
-#include "providers/kernel.h"
 
 namespace onyx::optimizer {
 namespace {
@@ -48,7 +47,7 @@ class EmbedLayerNormFusion final : public Pass {
 
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& ln = ctx.node(index);
-    if (!ctx.cpu_only() || ln.outputs.empty()) return std::nullopt;
+    if (ln.outputs.empty()) return std::nullopt;
     // SkipLayerNormalization(sum, positions, gamma, beta) without bias; or,
     // when the batch is not 1 (the position rows broadcast over it, so the
     // skip fusion left them), LayerNormalization(Add(sum, positions)).
@@ -61,7 +60,7 @@ class EmbedLayerNormFusion final : public Pass {
         return std::nullopt;
       }
     }
-    if (!cpu_kernel_registry().has_op("com.microsoft", "EmbedLayerNormalization")) return std::nullopt;
+    if (!ctx.has_op("com.microsoft", "EmbedLayerNormalization")) return std::nullopt;
     const int32_t gamma_id = ln.inputs[skip ? 2 : 1];
     const int32_t beta_id = ln.inputs[skip ? 3 : 2];
     const Tensor* gamma = ctx.constant(gamma_id);

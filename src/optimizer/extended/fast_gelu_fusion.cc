@@ -4,7 +4,6 @@
 #include <unordered_set>
 
 #include "optimizer/pass.h"
-#include "providers/kernel.h"
 
 namespace onyx::optimizer {
 namespace {
@@ -24,10 +23,10 @@ class FastGeluFusion final : public Pass {
 
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& tanh = ctx.node(index);
-    if (!ctx.cpu_only() || !is_op(tanh, "Tanh") || tanh.inputs.size() != 1 || tanh.outputs.size() != 1) {
+    if (!is_op(tanh, "Tanh") || tanh.inputs.size() != 1 || tanh.outputs.size() != 1) {
       return std::nullopt;
     }
-    if (!cpu_kernel_registry().has_op("com.microsoft", "FastGelu")) return std::nullopt;
+    if (!ctx.has_op("com.microsoft", "FastGelu")) return std::nullopt;
     std::vector<size_t> group = {index};
     auto produced_by = [&](int32_t v, const char* op, size_t user) -> const graph::Node* {
       const int32_t p = ctx.producer_index(v);

@@ -5,7 +5,6 @@
 #include <unordered_set>
 
 #include "optimizer/pass.h"
-#include "providers/kernel.h"
 
 namespace onyx::optimizer {
 namespace {
@@ -33,8 +32,8 @@ class GeluFusion final : public Pass {
 
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& erf = ctx.node(index);
-    if (!ctx.cpu_only() || !is_op(erf, "Erf") || erf.inputs.size() != 1 || erf.outputs.size() != 1) return std::nullopt;
-    if (!cpu_kernel_registry().has_op("com.microsoft", "Gelu")) return std::nullopt;
+    if (!is_op(erf, "Erf") || erf.inputs.size() != 1 || erf.outputs.size() != 1) return std::nullopt;
+    if (!ctx.has_op("com.microsoft", "Gelu")) return std::nullopt;
     std::vector<size_t> group = {index};
     // x / sqrt(2) or x * (1 / sqrt(2)).
     const int32_t scaled = erf.inputs[0];
@@ -95,7 +94,7 @@ class GeluFusion final : public Pass {
     const std::string node_name = erf.name.empty() ? "Gelu" : erf.name + "_gelu";
     // Bias folded in when x = Add(y, bias) and only this Gelu reads x.
     const int32_t bias_add_index = ctx.producer_index(x);
-    if (bias_add_index >= 0 && !ctx.is_pinned(x) && cpu_kernel_registry().has_op("com.microsoft", "BiasGelu")) {
+    if (bias_add_index >= 0 && !ctx.is_pinned(x) && ctx.has_op("com.microsoft", "BiasGelu")) {
       const graph::Node& bias_add = ctx.node(static_cast<size_t>(bias_add_index));
       std::unordered_set<size_t> members(group.begin(), group.end());
       bool only_gelu = true;

@@ -8,7 +8,6 @@
 #include <unordered_set>
 
 #include "optimizer/pass.h"
-#include "providers/kernel.h"
 
 namespace onyx::optimizer {
 namespace {
@@ -113,7 +112,7 @@ class LayerNormFusion final : public Pass {
     const size_t rank = xi.shape.size();
     const int64_t width = xi.shape.back().value;
     if (!reduces_last_axis(ctx, mean_node, rank)) return std::nullopt;
-    if (!cpu_kernel_registry().find("", "LayerNormalization", 17)) return std::nullopt;
+    if (!ctx.has_kernel("", "LayerNormalization", 17)) return std::nullopt;
     const int32_t mean = mean_node.outputs[0];
     Group group(ctx);
     group.add(index);
@@ -227,7 +226,7 @@ class RmsNormFusion final : public Pass {
     if (!xi.has_shape || xi.shape.empty() || !xi.shape.back().is_known()) return std::nullopt;
     const size_t rank = xi.shape.size();
     const int64_t width = xi.shape.back().value;
-    if (!cpu_kernel_registry().has_op("", "SimplifiedLayerNormalization")) return std::nullopt;
+    if (!ctx.has_op("", "SimplifiedLayerNormalization")) return std::nullopt;
     Group group(ctx);
     group.add(index);
     const std::optional<StdDev> sd = std_dev_of_squares(ctx, square.outputs[0], rank, group);

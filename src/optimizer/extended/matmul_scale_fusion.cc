@@ -3,7 +3,6 @@
 // com.microsoft FusedMatMul (alpha, transA, transB): attention's
 // Q @ K^T / sqrt(d) is one node instead of three.
 #include "optimizer/pass.h"
-#include "providers/kernel.h"
 
 namespace onyx::optimizer {
 namespace {
@@ -25,10 +24,10 @@ class MatMulScaleFusion final : public Pass {
 
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& mm = ctx.node(index);
-    if (!ctx.cpu_only() || mm.inputs.size() != 2 || mm.outputs.size() != 1) return std::nullopt;
+    if (mm.inputs.size() != 2 || mm.outputs.size() != 1) return std::nullopt;
     const bool is_fused = mm.domain == "com.microsoft" && mm.op_type == "FusedMatMul";
     if (!is_op(mm, "MatMul") && !is_fused) return std::nullopt;
-    if (!cpu_kernel_registry().has_op("com.microsoft", "FusedMatMul")) return std::nullopt;
+    if (!ctx.has_op("com.microsoft", "FusedMatMul")) return std::nullopt;
     const DataType dtype = ctx.elem_type(mm.outputs[0]);
     if (dtype != DataType::kFloat) return std::nullopt;
     if (is_fused && (attribute_int(mm, "transBatchA", 0) != 0 || attribute_int(mm, "transBatchB", 0) != 0)) {

@@ -6,7 +6,6 @@
 // provides it.
 #include "optimizer/extended/shape_patterns.h"
 #include "optimizer/pass.h"
-#include "providers/kernel.h"
 
 namespace onyx::optimizer {
 namespace {
@@ -39,12 +38,11 @@ class SkipLayerNormFusion final : public Pass {
     const bool simplified = (ln.domain.empty() || ln.domain == "com.microsoft") &&
                             ln.op_type == "SimplifiedLayerNormalization";
     const size_t params = simplified ? 2 : 3;
-    if (!ctx.cpu_only() || (!is_op(ln, "LayerNormalization") && !simplified) || ln.inputs.size() != params ||
-        ln.outputs.empty()) {
+    if ((!is_op(ln, "LayerNormalization") && !simplified) || ln.inputs.size() != params || ln.outputs.empty()) {
       return std::nullopt;
     }
     const char* fused_type = simplified ? "SkipSimplifiedLayerNormalization" : "SkipLayerNormalization";
-    if (!cpu_kernel_registry().has_op("com.microsoft", fused_type)) return std::nullopt;
+    if (!ctx.has_op("com.microsoft", fused_type)) return std::nullopt;
     for (size_t o = 1; o < ln.outputs.size(); ++o) {
       if (ln.outputs[o] != graph::kNoValue && (ctx.is_pinned(ln.outputs[o]) || !ctx.consumers(ln.outputs[o]).empty())) {
         return std::nullopt;

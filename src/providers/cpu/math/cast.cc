@@ -529,8 +529,8 @@ class CastLikeKernel final : public Kernel {
 
 // 6 dropped the string-valued `to`; 9/13 added string and bfloat16; 19 added
 // float8 and `saturate`; 21-25 the 4- and 2-bit types and float8e8m0 with `round_mode`.
-ONYX_REGISTER_CPU_KERNEL("", "Cast", 1, 5, types::all(), CastKernel);
-ONYX_REGISTER_CPU_KERNEL("", "Cast", 6, kLatestVersion, types::all(), CastKernel);
-ONYX_REGISTER_CPU_KERNEL("", "CastLike", 15, kLatestVersion, types::all(), CastLikeKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Cast", 1, 5, types::all_with_small_formats(), CastKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Cast", 6, kLatestVersion, types::all_with_small_formats(), CastKernel);
+ONYX_REGISTER_CPU_KERNEL("", "CastLike", 15, kLatestVersion, types::all_with_small_formats(), CastLikeKernel);
 
 }  // namespace onyx::cpu

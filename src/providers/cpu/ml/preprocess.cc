@@ -305,7 +305,10 @@ ONYX_REGISTER_CPU_KERNEL("ai.onnx.ml", "Scaler", 1, kLatestVersion, kFeatureType
 ONYX_REGISTER_CPU_KERNEL("ai.onnx.ml", "Binarizer", 1, kLatestVersion, kFeatureTypes, BinarizerKernel);
 ONYX_REGISTER_CPU_KERNEL("ai.onnx.ml", "Imputer", 1, kLatestVersion, kFeatureTypes, ImputerKernel);
 ONYX_REGISTER_CPU_KERNEL("ai.onnx.ml", "ArrayFeatureExtractor", 1, kLatestVersion, types::all(), ArrayFeatureExtractorKernel);
-ONYX_REGISTER_CPU_KERNEL("ai.onnx.ml", "OneHotEncoder", 1, kLatestVersion, kFeatureTypes, OneHotEncoderKernel);
+ONYX_REGISTER_CPU_KERNEL("ai.onnx.ml", "OneHotEncoder", 1, kLatestVersion,
+                         (std::vector<DataType>{DataType::kString, DataType::kInt64, DataType::kInt32, DataType::kFloat,
+                                                DataType::kDouble}),
+                         OneHotEncoderKernel);
 ONYX_REGISTER_CPU_KERNEL("ai.onnx.ml", "FeatureVectorizer", 1, kLatestVersion, kFeatureTypes, FeatureVectorizerKernel);
 
 }  // namespace

@@ -1,6 +1,7 @@
-// ConvInteger and QLinearConv: N-d grouped convolution of int8/uint8 data with
-// zero points, accumulated in int32 by a direct loop. QLinearConv adds an int32
-// bias and requantizes with x_scale * w_scale[m] / y_scale.
+// QLinearConv: N-d grouped convolution of int8/uint8 data with zero points,
+// accumulated in int32 by a direct loop, plus an int32 bias, requantized with
+// x_scale * w_scale[m] / y_scale. (ConvInteger is nn/conv.cc's: it was
+// registered here too, and the registry now refuses such duplicates.)
 #include <cstdint>
 #include <vector>
 
@@ -144,27 +145,6 @@ Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x
   return result;
 }
 
-class ConvIntegerKernel final : public Kernel {
- public:
-  explicit ConvIntegerKernel(const KernelInfo& info)
-      : attrs_(nn::WindowAttributes::from(info)), group_(info.attr_int("group", 1)) {}
-
-  Status compute(KernelContext& ctx) const override {
-    const Tensor* x = ctx.input_tensor(0);
-    const Tensor* w = ctx.input_tensor(1);
-    if (x == nullptr || w == nullptr) return invalid_argument(ctx.label(), ": inputs x and w are required");
-    ONYX_ASSIGN_OR_RETURN(IntegerConvResult r, integer_conv(ctx.label(), *x, ctx.input_tensor(2), *w,
-                                                            ctx.input_tensor(3), attrs_, group_, ctx.thread_pool()));
-    Tensor& y = ctx.allocate_output(0, DataType::kInt32, r.shape);
-    std::copy(r.values.begin(), r.values.end(), y.data<int32_t>());
-    return Status::ok();
-  }
-
- private:
-  nn::WindowAttributes attrs_;
-  int64_t group_;
-};
-
 class QLinearConvKernel final : public Kernel {
  public:
   explicit QLinearConvKernel(const KernelInfo& info)
@@ -243,8 +223,6 @@ class QLinearConvKernel final : public Kernel {
   int64_t group_;
 };
 
-ONYX_REGISTER_CPU_KERNEL("", "ConvInteger", 10, kLatestVersion,
-                         (std::vector<DataType>{DataType::kInt8, DataType::kUInt8}), ConvIntegerKernel);
 ONYX_REGISTER_CPU_KERNEL("", "QLinearConv", 10, kLatestVersion,
                          (std::vector<DataType>{DataType::kInt8, DataType::kUInt8}), QLinearConvKernel);
 

@@ -89,7 +89,14 @@ class CompressKernel final : public Kernel {
 
 }  // namespace
 
-ONYX_REGISTER_CPU_KERNEL("", "NonZero", 9, kLatestVersion, types::numeric(), NonZeroKernel);
+ONYX_REGISTER_CPU_KERNEL(
+    "", "NonZero", 9, kLatestVersion,
+    [] {
+      std::vector<DataType> t = types::numeric();
+      t.push_back(DataType::kBool);
+      return t;
+    }(),
+    NonZeroKernel);
 ONYX_REGISTER_CPU_KERNEL("", "Compress", 9, 10, types::all(), CompressKernel);
 ONYX_REGISTER_CPU_KERNEL("", "Compress", 11, kLatestVersion, types::all(), CompressKernel);
 

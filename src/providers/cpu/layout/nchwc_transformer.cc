@@ -33,11 +33,13 @@
 #include <unordered_map>
 
 #include "optimizer/pass.h"
+#include "providers/cpu/layout/layout_passes.h"
 #include "providers/cpu/nchwc/nchwc.h"
-#include "providers/kernel.h"
 
-namespace onyx::optimizer {
+namespace onyx::cpu {
 namespace {
+
+using namespace ::onyx::optimizer;  // NOLINT(google-build-using-namespace): the pass vocabulary
 
 constexpr const char* kDomain = "com.microsoft.nchwc";
 
@@ -137,10 +139,10 @@ class NchwcTransformer final : public Pass {
 
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     // The whole graph is rewritten as one patch, from its first node.
-    if (index != 0 || !ctx.cpu_only()) return std::nullopt;
+    if (index != 0) return std::nullopt;
     // The kernels' block size: 16 with AVX-512F, 8 with AVX2, else no layout.
-    const int block = cpu::nchwc_block_size();
-    if (block <= 1 || !cpu_kernel_registry().has_op(kDomain, "Conv")) return std::nullopt;
+    const int block = nchwc_block_size();
+    if (block <= 1 || !ctx.has_op(kDomain, "Conv")) return std::nullopt;
     Rewrite r(ctx, block);
     return r.run();
   }
@@ -154,7 +156,8 @@ class NchwcTransformer final : public Pass {
       const size_t count = ctx_.node_count();
       converted_.assign(count, 0);
       for (size_t n = 0; n < count; ++n) {
-        if (converted_[n]) continue;  // an activation a rewrite took in
+        // An activation a rewrite took in, or a node another provider runs.
+        if (converted_[n] || !ctx_.owns(n)) continue;
         const graph::Node& node = ctx_.node(n);
         if (try_conv(n, node) || try_batchnorm(n, node) || try_pool(n, node) || try_elementwise(n, node)) {
           converted_[n] = 1;
@@ -447,6 +450,6 @@ class NchwcTransformer final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_nchwc_transformer_pass() { return std::make_unique<NchwcTransformer>(); }
+std::unique_ptr<optimizer::Pass> make_nchwc_transformer_pass() { return std::make_unique<NchwcTransformer>(); }
 
-}  // namespace onyx::optimizer
+}  // namespace onyx::cpu

@@ -11,11 +11,13 @@
 #include <unordered_set>
 
 #include "optimizer/pass.h"
+#include "providers/cpu/layout/layout_passes.h"
 #include "providers/cpu/nchwc/nchwc.h"
-#include "providers/kernel.h"
 
-namespace onyx::optimizer {
+namespace onyx::cpu {
 namespace {
+
+using namespace ::onyx::optimizer;  // NOLINT(google-build-using-namespace): the pass vocabulary
 
 constexpr const char* kNchwcDomain = "com.microsoft.nchwc";
 constexpr const char* kFusedDomain = "com.onyx.nchwc";
@@ -45,8 +47,8 @@ class NchwcPointwiseDepthwiseFusion final : public Pass {
 
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& dw = ctx.node(index);
-    if (!ctx.cpu_only() || !is_nchwc_conv(dw) || !register_activation(dw)) return std::nullopt;
-    if (!cpu_kernel_registry().has_op(kFusedDomain, "PointwiseDepthwiseConv")) return std::nullopt;
+    if (!is_nchwc_conv(dw) || !register_activation(dw)) return std::nullopt;
+    if (!ctx.has_op(kFusedDomain, "PointwiseDepthwiseConv")) return std::nullopt;
     const int32_t t = dw.inputs[0];
     const int32_t pw_index = ctx.producer_index(t);
     if (pw_index < 0 || !ctx.only_used_by(t, index)) return std::nullopt;
@@ -57,7 +59,7 @@ class NchwcPointwiseDepthwiseFusion final : public Pass {
       return std::nullopt;
     const Tensor* w1 = ctx.constant(pw.inputs[1]);
     const Tensor* w2 = ctx.constant(dw.inputs[1]);
-    const int64_t block = cpu::nchwc_block_size();
+    const int64_t block = nchwc_block_size();
     if (w1 == nullptr || w2 == nullptr || w1->rank() != 4 || w2->rank() != 4 || block <= 1) return std::nullopt;
     const int64_t c = w1->dim(0);
     // W1 reads a blocked input (not the NCHW-input form); W2 is depthwise over W1's outputs.
@@ -166,8 +168,8 @@ void split_onyx_only_nodes(model::ModelProto& model) {
   if (!has_nchwc) imports.push_back({kNchwcDomain, 1});
 }
 
-std::unique_ptr<Pass> make_nchwc_pointwise_depthwise_fusion_pass() {
+std::unique_ptr<optimizer::Pass> make_nchwc_pointwise_depthwise_fusion_pass() {
   return std::make_unique<NchwcPointwiseDepthwiseFusion>();
 }
 
-}  // namespace onyx::optimizer
+}  // namespace onyx::cpu

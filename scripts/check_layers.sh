@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Fails when a file includes a layer above its own (docs/architecture.md,
+# "Layers"). Each src/ folder may include the public API (onyx/) and the
+# folders listed for it; nothing else.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+declare -A allowed=(
+  [common]="common"
+  [tensor]="tensor common"
+  [model]="model tensor common"
+  [graph]="graph model tensor common"
+  [training]="training graph model tensor common"
+  [optimizer]="optimizer graph model tensor common"
+  [providers]="providers optimizer training graph model tensor common"
+  [session]="session providers optimizer training graph model tensor common"
+)
+status=0
+for layer in "${!allowed[@]}"; do
+  [ -d "src/$layer" ] || continue
+  while IFS= read -r line; do
+    file=${line%%:*}
+    target=$(sed -n 's/.*#include "\([a-z_]*\)\/.*/\1/p' <<<"$line")
+    [ -z "$target" ] && continue
+    [ "$target" = onyx ] && continue
+    if [[ " ${allowed[$layer]} " != *" $target "* ]]; then
+      echo "layering: $file (src/$layer) includes src/$target/, which is above it: ${line#*:}"
+      status=1
+    fi
+  done < <(grep -rn '#include "[a-z_]*/' "src/$layer" --include='*.h' --include='*.cc' || true)
+done
+# include/onyx/ is the public API: it includes nothing of src/.
+if grep -rn '#include "' include/onyx | grep -v '#include "onyx/'; then
+  echo "layering: a public header under include/onyx/ includes something outside it"
+  status=1
+fi
+[ "$status" -eq 0 ] && echo "layering: every include points down the layers"
+exit "$status"

@@ -1,0 +1,96 @@
+// The CPU provider: host memory, the CPU kernel registry, its graph passes
+// (the extended fusions into com.microsoft ops and the NCHWc layout), and the
+// evaluation of single nodes the optimizer folds.
+#include <memory>
+
+#include "providers/cpu/layout/layout_passes.h"
+#include "providers/execution_provider.h"
+
+namespace onyx {
+namespace {
+
+// Evaluates one node on host tensors; no subgraphs, no thread pool.
+class EvaluationContext final : public KernelContext {
+ public:
+  EvaluationContext(const std::vector<const Value*>& inputs, const std::vector<char>& requested, std::string label)
+      : inputs_(inputs), requested_(requested), outputs_(requested.size()), label_(std::move(label)) {}
+  size_t input_count() const override { return inputs_.size(); }
+  const Value* input(size_t i) const override { return i < inputs_.size() ? inputs_[i] : nullptr; }
+  size_t output_count() const override { return outputs_.size(); }
+  bool output_requested(size_t i) const override { return i < requested_.size() && requested_[i]; }
+  Tensor& allocate_output(size_t i, DataType dtype, const Shape& shape) override {
+    outputs_.at(i) = Value(Tensor(dtype, shape));
+    return outputs_[i].tensor();
+  }
+  void set_output(size_t i, Value value) override { outputs_.at(i) = std::move(value); }
+  ThreadPool* thread_pool() const override { return nullptr; }
+  Allocator* allocator() const override { return cpu_allocator(); }
+  Status run_subgraph(const std::string&, const std::vector<Value>&, std::vector<Value>&) override {
+    return not_implemented(label_, ": a node evaluated on its own runs no subgraphs");
+  }
+  std::string label() const override { return label_; }
+  std::vector<Value>& outputs() { return outputs_; }
+
+ private:
+  const std::vector<const Value*>& inputs_;
+  const std::vector<char>& requested_;
+  std::vector<Value> outputs_;
+  std::string label_;
+};
+
+class CpuOpSupport final : public optimizer::OpSupport {
+ public:
+  bool has_op(const std::string& domain, const std::string& op_type) const override {
+    return cpu_kernel_registry().has_op(domain, op_type);
+  }
+  bool has_kernel(const std::string& domain, const std::string& op_type, int version) const override {
+    return cpu_kernel_registry().find(domain, op_type, version) != nullptr;
+  }
+  Status evaluate(const graph::Graph& graph, size_t node_index, const std::vector<const Value*>& inputs,
+                  const std::vector<char>& requested, std::vector<Value>& outputs) const override {
+    const graph::Node& node = graph.nodes[node_index];
+    const KernelDef* def = cpu_kernel_registry().find(graph, node);
+    if (def == nullptr) return not_implemented(node.label(node_index), ": no CPU kernel");
+    KernelInfo info(graph, node, node_index, cpu_allocator());
+    ONYX_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, def->factory(info));
+    EvaluationContext run(inputs, requested, node.label(node_index));
+    ONYX_RETURN_IF_ERROR(kernel->compute(run));
+    outputs = std::move(run.outputs());
+    return Status::ok();
+  }
+};
+
+class CpuProvider final : public ExecutionProvider {
+ public:
+  std::string name() const override { return kCpuProviderName; }
+  Device device() const override { return Device{}; }
+  Allocator* allocator(MemoryType type) const override {
+    return type == MemoryType::kDefault ? cpu_allocator() : nullptr;
+  }
+  const KernelRegistry& kernels() const override { return cpu_kernel_registry(); }
+  std::vector<optimizer::PassList> passes(GraphOptimizationLevel level) const override {
+    std::vector<optimizer::PassList> levels;
+    if (static_cast<int>(level) >= static_cast<int>(GraphOptimizationLevel::kEnableExtended)) {
+      levels.push_back(optimizer::extended_passes());
+    }
+    if (static_cast<int>(level) >= static_cast<int>(GraphOptimizationLevel::kEnableLayout)) {
+      optimizer::PassList layout;
+      layout.push_back(cpu::make_nchwc_transformer_pass());
+      layout.push_back(cpu::make_nchwc_pointwise_depthwise_fusion_pass());
+      // The original weights of the convolutions it rewrote.
+      layout.push_back(optimizer::make_dead_code_elimination_pass());
+      levels.push_back(std::move(layout));
+    }
+    return levels;
+  }
+  const optimizer::OpSupport* op_support() const override { return &support_; }
+
+ private:
+  CpuOpSupport support_;
+};
+
+}  // namespace
+
+std::unique_ptr<ExecutionProvider> make_cpu_provider() { return std::make_unique<CpuProvider>(); }
+
+}  // namespace onyx
