@@ -2,9 +2,13 @@
 // written for it read the same.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "onyx/tensor.h"
 
 namespace onyx {
 
@@ -32,6 +36,14 @@ struct SessionOptions {
   bool enable_mem_pattern = true;
   bool enable_cpu_mem_arena = true;
   std::map<std::string, std::string> config_entries;
+  // Graph-input dimensions fixed before shape inference: every dimension whose
+  // dim_param (or denotation) is a key becomes the value (onnxruntime's
+  // add_free_dimension_override_by_name / _by_denotation).
+  std::map<std::string, int64_t> free_dimension_overrides;
+  std::map<std::string, int64_t> free_dimension_overrides_by_denotation;
+  // Tensors that replace the model's initializers of the same name, type and
+  // shape (onnxruntime's add_initializer). The session shares their buffers.
+  std::vector<std::pair<std::string, Tensor>> initializer_overrides;
 };
 
 struct RunOptions {
