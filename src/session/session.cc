@@ -252,7 +252,11 @@ Status InferenceSession::Impl::run(const std::vector<std::string>& output_names,
   state.pool = pool.get();
   state.profiler = profiler.get();
   std::vector<Value> all;
-  ONYX_RETURN_IF_ERROR(session::run_plan(*plan, nullptr, bound, state, all));
+  Status status = session::run_plan(*plan, nullptr, bound, state, all);
+  // The feeds passed the checks above, so a kernel refusing its inputs is a
+  // failure of the run (onnxruntime's FAIL), not a wrong argument of the caller.
+  if (status.code() == StatusCode::kInvalidArgument) return runtime_error(status.message());
+  ONYX_RETURN_IF_ERROR(status);
   result->clear();
   for (size_t i : wanted) result->push_back(all[i]);
   return Status::ok();
