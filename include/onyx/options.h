@@ -2,9 +2,13 @@
 // written for it read the same.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "onyx/tensor.h"
 
 namespace onyx {
 
@@ -35,6 +39,14 @@ struct SessionOptions {
   // Options per execution provider name, as onnxruntime's (name, options)
   // pairs: {"OpenVINOExecutionProvider": {"device_type": "CPU"}}.
   std::map<std::string, std::map<std::string, std::string>> provider_options;
+  // Graph-input dimensions fixed before shape inference: every dimension whose
+  // dim_param (or denotation) is a key becomes the value (onnxruntime's
+  // add_free_dimension_override_by_name / _by_denotation).
+  std::map<std::string, int64_t> free_dimension_overrides;
+  std::map<std::string, int64_t> free_dimension_overrides_by_denotation;
+  // Tensors that replace the model's initializers of the same name, type and
+  // shape (onnxruntime's add_initializer). The session shares their buffers.
+  std::vector<std::pair<std::string, Tensor>> initializer_overrides;
 };
 
 struct RunOptions {

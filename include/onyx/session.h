@@ -114,6 +114,9 @@ class InferenceSession {
   std::vector<std::string> providers() const;
   // Stops profiling and returns the path of the Chrome-trace JSON written.
   std::string end_profiling();
+  // When profiling started (with the session), in ns since the epoch; 0 when
+  // profiling is off. Profile timestamps are microseconds after it.
+  int64_t profiling_start_time_ns() const;
   // The model's opset imports: domain -> version.
   const std::map<std::string, int64_t>& opsets() const;
 

@@ -7,15 +7,20 @@ work with ``import onyx as ort``::
     session = ort.InferenceSession("model.onnx", providers=ort.get_available_providers())
     outputs = session.run(None, {"x": np.ones((1, 3), np.float32)})
 
+Errors carry onnxruntime's exception classes (``onyx.capi.onnxruntime_pybind11_state``).
+
 Element types numpy lacks are shown through same-width integer views:
 bfloat16 as uint16, float8/float4 as uint8, int4/uint4/int2/uint2 as one
 int8/uint8 per element. Feed such inputs the same way (the session
 reinterprets the integers as the type the model declares).
 """
 
-from . import _onyx
+from . import _onyx, capi
+from .io_binding import IOBinding
+from .ortvalue import OrtValue
 from .session import (
     EngineError,
+    EPFail,
     ExecutionMode,
     Fail,
     GraphOptimizationLevel,
@@ -24,8 +29,10 @@ from .session import (
     InvalidGraph,
     InvalidModel,
     InvalidProtobuf,
+    ModelLoaded,
     ModelMetadata,
     NodeArg,
+    NoModel,
     NoSuchFile,
     NotImplemented,  # noqa: A004 - onnxruntime's name
     OnyxError,
@@ -52,20 +59,25 @@ def get_build_info() -> str:
 
 
 __all__ = [
+    "EPFail",
     "EngineError",
     "ExecutionMode",
     "Fail",
     "GraphOptimizationLevel",
+    "IOBinding",
     "InferenceSession",
     "InvalidArgument",
     "InvalidGraph",
     "InvalidModel",
     "InvalidProtobuf",
+    "ModelLoaded",
     "ModelMetadata",
+    "NoModel",
     "NoSuchFile",
     "NodeArg",
     "NotImplemented",
     "OnyxError",
+    "OrtValue",
     "RunOptions",
     "RuntimeException",
     "SessionOptions",

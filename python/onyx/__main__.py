@@ -11,7 +11,7 @@ def main(argv: list[str]) -> int:
     for path in argv:
         try:
             session = onyx.InferenceSession(path)
-        except RuntimeError as error:
+        except (onyx.OnyxError, RuntimeError) as error:
             print(f"{path}: {error}", file=sys.stderr)
             return 1
         meta = session.get_modelmeta()

@@ -60,6 +60,10 @@ class OnyxBackendRep(BackendRep):
             if len(inputs) > len(names):
                 raise ValueError(f"the model has {len(names)} inputs, got {len(inputs)} values")
             feeds = dict(zip(names, inputs))
+        # The runner may pass scalars; InferenceSession.run refuses them, as
+        # onnxruntime's does, so they become 0-d arrays here.
+        scalars = (np.generic, bool, int, float, complex)
+        feeds = {k: np.asarray(v) if isinstance(v, scalars) else v for k, v in feeds.items()}
         run_options = RunOptions()
         for key, value in kwargs.items():
             if hasattr(run_options, key):

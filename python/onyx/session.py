@@ -1,76 +1,53 @@
 """InferenceSession, SessionOptions and RunOptions with onnxruntime's Python API.
 
 Scripts written for onnxruntime run unchanged with ``import onyx as ort``.
-Inputs are numpy arrays (borrowed without a copy when C-contiguous), outputs
-are numpy arrays that share onyx's buffers.
+Inputs are numpy arrays (borrowed without a copy when C-contiguous) or lists
+(converted to the input's declared type, as onnxruntime converts them);
+outputs are numpy arrays that share onyx's buffers.
+
+Errors are raised with onnxruntime's classes: ValueError for missing inputs,
+RuntimeError for feeds that are not arrays or lists, and the classes of
+``onyx.capi.onnxruntime_pybind11_state`` (InvalidArgument, Fail, ...) for what
+the core refuses.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import threading
+import time
 import warnings
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from . import _onyx
+from ._types import ONNX_TYPE_OF_NUMPY, STRING, VIEW_TYPES, numpy_dtype_of
+from .io_binding import IOBinding
+from .ortvalue import OrtValue
 
 GraphOptimizationLevel = _onyx.GraphOptimizationLevel
 ExecutionMode = _onyx.ExecutionMode
 
+# onnxruntime's exception classes (capi.onnxruntime_pybind11_state), each a
+# direct subclass of OnyxError, itself a subclass of Exception.
 OnyxError = _onyx.OnyxError
 InvalidArgument = _onyx.InvalidArgument
 InvalidGraph = _onyx.InvalidGraph
+InvalidProtobuf = _onyx.InvalidProtobuf
 NotImplemented = _onyx.NotImplemented  # noqa: A001 - onnxruntime's name
 Fail = _onyx.Fail
-
-# onnxruntime's other names for the same failures.
+NoSuchFile = _onyx.NoSuchFile
+NoModel = _onyx.NoModel
+EngineError = _onyx.EngineError
+RuntimeException = _onyx.RuntimeException
+ModelLoaded = _onyx.ModelLoaded
+EPFail = _onyx.EPFail
+# onyx's own name for InvalidGraph.
 InvalidModel = InvalidGraph
-InvalidProtobuf = InvalidGraph
-RuntimeException = Fail
-EngineError = Fail
-
-
-class NoSuchFile(InvalidArgument, FileNotFoundError):
-    """The model path does not exist."""
-
 
 _CPU = "CPUExecutionProvider"
-
-# ONNX element type (TensorProto.DataType) of each numpy type kind onyx accepts.
-_ONNX_TYPE_OF_NUMPY = {
-    np.dtype(np.float32): 1,
-    np.dtype(np.uint8): 2,
-    np.dtype(np.int8): 3,
-    np.dtype(np.uint16): 4,
-    np.dtype(np.int16): 5,
-    np.dtype(np.int32): 6,
-    np.dtype(np.int64): 7,
-    np.dtype(np.bool_): 9,
-    np.dtype(np.float16): 10,
-    np.dtype(np.float64): 11,
-    np.dtype(np.uint32): 12,
-    np.dtype(np.uint64): 13,
-    np.dtype(np.complex64): 14,
-    np.dtype(np.complex128): 15,
-}
-_STRING = 8
-# Types numpy lacks, fed and returned as same-width integers (the package
-# docstring says so too): bfloat16 <-> uint16, float8/float4 <-> uint8,
-# int4/int2 <-> one int8 per element, uint4/uint2 <-> one uint8 per element.
-_VIEW_TYPES = {
-    16: np.dtype(np.uint16),
-    17: np.dtype(np.uint8),
-    18: np.dtype(np.uint8),
-    19: np.dtype(np.uint8),
-    20: np.dtype(np.uint8),
-    21: np.dtype(np.uint8),
-    22: np.dtype(np.int8),
-    23: np.dtype(np.uint8),
-    24: np.dtype(np.uint8),
-    25: np.dtype(np.uint8),
-    26: np.dtype(np.int8),
-}
 
 
 def get_available_providers() -> list[str]:
@@ -99,6 +76,19 @@ def set_seed(seed: int) -> None:
     """Accepted for compatibility: onyx kernels are deterministic."""
 
 
+
+def _str_arg(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}")
+    return value
+
+
+def _int_arg(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an int, got {type(value).__name__}")
+    return int(value)
+
+
 class SessionOptions:
     """Options fixed when a session is created (onnxruntime's SessionOptions)."""
 
@@ -107,7 +97,6 @@ class SessionOptions:
         self.log_verbosity_level = 0
         self.use_deterministic_compute = False
         self.enable_mem_reuse = True
-        self._free_dimension_overrides: dict[str, int] = {}
 
     def _proxy(field: str, doc: str):  # noqa: N805 - builds properties at class creation
         def get(self):
@@ -139,13 +128,46 @@ class SessionOptions:
     def get_session_config_entry(self, key: str) -> str:
         entries = self._options.config_entries
         if key not in entries:
-            raise InvalidArgument(f"SessionOptions has no configuration entry '{key}'")
+            raise RuntimeError(f"SessionOptions has no configuration entry '{key}'")
         return entries[key]
 
     def add_free_dimension_override_by_name(self, dim_name: str, dim_value: int) -> None:
-        """Recorded as the config entry 'session.free_dimension_override.<name>'."""
-        self._free_dimension_overrides[dim_name] = int(dim_value)
-        self.add_session_config_entry(f"session.free_dimension_override.{dim_name}", str(int(dim_value)))
+        """Every graph-input dimension whose dim_param is ``dim_name`` becomes
+        ``dim_value`` before the graph is optimized: the inputs show the number
+        and a feed of another size is refused. As in onnxruntime, the first
+        value given for a name counts."""
+        overrides = dict(self._options.free_dimension_overrides)
+        overrides.setdefault(_str_arg(dim_name, "dim_name"), _int_arg(dim_value, "dim_value"))
+        self._options.free_dimension_overrides = overrides
+
+    def add_free_dimension_override_by_denotation(self, dim_denotation: str, dim_value: int) -> None:
+        """The same for graph-input dimensions whose denotation (e.g.
+        'DATA_BATCH') is ``dim_denotation``."""
+        overrides = dict(self._options.free_dimension_overrides_by_denotation)
+        overrides.setdefault(_str_arg(dim_denotation, "dim_denotation"), _int_arg(dim_value, "dim_value"))
+        self._options.free_dimension_overrides_by_denotation = overrides
+
+    def add_initializer(self, name: str, val: OrtValue | np.ndarray) -> None:
+        """``val`` replaces the model's initializer ``name`` (same element type
+        and shape) in every session made with these options. Its memory is
+        shared, not copied: leave it unchanged while those sessions live."""
+        _str_arg(name, "name")
+        if isinstance(val, np.ndarray):
+            val = OrtValue.ortvalue_from_numpy(val)
+        if not isinstance(val, OrtValue):
+            raise TypeError(f"add_initializer('{name}') takes an OrtValue or a numpy array, got {type(val).__name__}")
+        if not val.is_tensor():
+            raise TypeError(f"add_initializer('{name}') takes a tensor, got {val.data_type()}")
+        self._options.set_initializer_override(name, val._value)
+
+    def add_external_initializers(self, names: Sequence[str], ort_values: Sequence[OrtValue | np.ndarray]) -> None:
+        """``add_initializer`` for each (name, value) pair."""
+        names = list(names)
+        values = list(ort_values)
+        if len(names) != len(values):
+            raise RuntimeError(f"add_external_initializers got {len(names)} names but {len(values)} values")
+        for name, value in zip(names, values):
+            self.add_initializer(name, value)
 
     def __repr__(self) -> str:
         return (
@@ -156,30 +178,36 @@ class SessionOptions:
 
 class RunOptions:
     """Options of one run (onnxruntime's RunOptions). Setting ``terminate`` from
-    another thread stops a run in progress between two nodes."""
+    another thread stops a run in progress between two nodes (a Loop or Scan
+    between two iterations) with a Fail error."""
 
     def __init__(self) -> None:
         self._options = _onyx.RunOptions()
+        self._options.log_severity_level = -1
         self.log_verbosity_level = 0
-        self.logid = ""
         self.only_execute_path_to_fetches = False
         self._config: dict[str, str] = {}
 
     @property
     def log_severity_level(self) -> int:
+        """-1: the session's level. At 0 (verbose) each run writes a line with
+        its tag and duration to stderr."""
         return self._options.log_severity_level
 
     @log_severity_level.setter
     def log_severity_level(self, value: int) -> None:
-        self._options.log_severity_level = value
+        self._options.log_severity_level = _int_arg(value, "log_severity_level")
 
     @property
     def run_tag(self) -> str:
+        """A name for the run in log lines (onnxruntime calls it logid)."""
         return self._options.run_tag
 
     @run_tag.setter
     def run_tag(self, value: str) -> None:
-        self._options.run_tag = value
+        self._options.run_tag = _str_arg(value, "run_tag")
+
+    logid = run_tag
 
     @property
     def terminate(self) -> bool:
@@ -190,11 +218,11 @@ class RunOptions:
         self._options.terminate = bool(value)
 
     def add_run_config_entry(self, key: str, value: str) -> None:
-        self._config[str(key)] = str(value)
+        self._config[_str_arg(key, "key")] = _str_arg(value, "value")
 
     def get_run_config_entry(self, key: str) -> str:
         if key not in self._config:
-            raise InvalidArgument(f"RunOptions has no configuration entry '{key}'")
+            raise RuntimeError(f"RunOptions has no configuration entry '{key}'")
         return self._config[key]
 
 
@@ -244,6 +272,8 @@ def _parse_providers(providers, provider_options) -> tuple[list[str], list[dict]
         if isinstance(item, (tuple, list)):
             if len(item) != 2 or not isinstance(item[0], str) or not isinstance(item[1], Mapping):
                 raise ValueError("a provider must be a name or a (name, options dict) pair")
+            if provider_options is not None:
+                raise ValueError("with 'provider_options', 'providers' must be names, not (name, options) pairs")
             names.append(item[0])
             options.append({str(k): str(v) for k, v in item[1].items()})
         elif isinstance(item, str):
@@ -263,6 +293,8 @@ class InferenceSession:
 
     ``path_or_bytes`` is a file path (str or os.PathLike) or the serialized
     model (bytes). ``run`` may be called from several threads at once.
+    A session made from bytes holds on to them, as onnxruntime's does, so that
+    ``set_providers`` can create it again; a path costs no such memory.
     """
 
     def __init__(
@@ -274,31 +306,12 @@ class InferenceSession:
         **kwargs: Any,
     ) -> None:
         self._sess_options = sess_options if sess_options is not None else SessionOptions()
-        options = self._sess_options._options.__copy__()
-        disabled = kwargs.pop("disabled_optimizers", None)
-        if disabled:
-            options.disabled_optimizers = list(disabled)
+        self._disabled_optimizers = kwargs.pop("disabled_optimizers", None)
         if kwargs:
             warnings.warn(f"onyx.InferenceSession ignores the arguments {sorted(kwargs)}", stacklevel=2)
-
-        names, opts = _parse_providers(providers, provider_options)
-        available = set(get_available_providers())
-        chosen: list[str] = []
-        self._provider_options: dict[str, dict] = {}
-        for name, o in zip(names, opts):
-            if name not in available:
-                warnings.warn(
-                    f"Specified provider '{name}' is not in available provider names. "
-                    f"Available providers: '{', '.join(get_available_providers())}'",
-                    stacklevel=2,
-                )
-                continue
-            chosen.append(name)
-            self._provider_options[name] = o
-
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             self._model_path = None
-            self._sess = _onyx.InferenceSession.from_bytes(bytes(path_or_bytes), options, chosen)
+            self._model_bytes = bytes(path_or_bytes)
         elif isinstance(path_or_bytes, (str, os.PathLike)):
             path = os.fspath(path_or_bytes)
             if isinstance(path, bytes):
@@ -306,23 +319,52 @@ class InferenceSession:
             if not os.path.exists(path):
                 raise NoSuchFile(f"Load model from {path} failed: file does not exist")
             self._model_path = path
-            self._sess = _onyx.InferenceSession.from_file(path, options, chosen)
+            self._model_bytes = None
         else:
             raise TypeError(
                 f"Unable to load from type '{type(path_or_bytes).__name__}': expected a path (str, os.PathLike) or bytes"
             )
+        self._default_run_options = RunOptions()
+        self._create_session(providers, provider_options)
 
-        self._inputs = [NodeArg(m) for m in self._sess.inputs]
-        self._outputs = [NodeArg(m) for m in self._sess.outputs]
-        self._overridable = [NodeArg(m) for m in self._sess.overridable_initializers]
+    def _create_session(self, providers, provider_options) -> None:
+        """Creates the core session; replaces the current one only on success."""
+        options = self._sess_options._options.__copy__()
+        if self._disabled_optimizers:
+            options.disabled_optimizers = list(self._disabled_optimizers)
+        names, opts = _parse_providers(providers, provider_options)
+        available = set(get_available_providers())
+        chosen: dict[str, dict] = {}
+        for name, o in zip(names, opts):
+            if name in chosen:
+                warnings.warn(f"provider '{name}' is listed twice; the second is ignored", stacklevel=3)
+            elif name not in available:
+                warnings.warn(
+                    f"Specified provider '{name}' is not in available provider names. "
+                    f"Available providers: '{', '.join(get_available_providers())}'",
+                    stacklevel=3,
+                )
+            else:
+                chosen[name] = o
+        if self._model_path is None:
+            sess = _onyx.InferenceSession.from_bytes(self._model_bytes, options, list(chosen))
+        else:
+            sess = _onyx.InferenceSession.from_file(self._model_path, options, list(chosen))
+
+        self._sess = sess
+        self._inputs = [NodeArg(m) for m in sess.inputs]
+        self._outputs = [NodeArg(m) for m in sess.outputs]
+        self._overridable = [NodeArg(m) for m in sess.overridable_initializers]
         self._feedable = {a.name: a for a in self._inputs}
         self._feedable.update({a.name: a for a in self._overridable})
         self._output_names = [a.name for a in self._outputs]
         self._output_set = set(self._output_names)
-        self._providers = list(self._sess.providers())
-        for name in self._providers:
-            self._provider_options.setdefault(name, {})
-        self._default_run_options = RunOptions()
+        self._providers = list(sess.providers())
+        # The options each provider was given; the CPU provider takes none and,
+        # as in onnxruntime, reports none.
+        self._provider_options = {
+            name: ({} if name == _CPU else dict(chosen.get(name, {}))) for name in self._providers
+        }
 
     # ---- metadata -------------------------------------------------------------
 
@@ -344,11 +386,22 @@ class InferenceSession:
     def get_provider_options(self) -> dict[str, dict]:
         return {name: dict(self._provider_options.get(name, {})) for name in self._providers}
 
+    def set_providers(
+        self,
+        providers: Sequence[str | tuple[str, dict]] | None = None,
+        provider_options: Sequence[dict] | None = None,
+    ) -> None:
+        """Creates the session again from the same model and options with
+        these providers (None: the default ones)."""
+        self._create_session(providers, provider_options)
+
     def get_session_options(self) -> SessionOptions:
         return self._sess_options
 
     def get_profiling_start_time_ns(self) -> int:
-        return 0
+        """When profiling started (at session creation), in ns since the epoch;
+        0 when profiling is off. Profile timestamps count microseconds from it."""
+        return self._sess.profiling_start_time_ns()
 
     def end_profiling(self) -> str:
         return self._sess.end_profiling()
@@ -369,20 +422,128 @@ class InferenceSession:
     ) -> list:
         """Runs the model and returns the requested outputs in order
         (``output_names`` None or empty: every output)."""
-        if not isinstance(input_feed, Mapping):
-            raise TypeError(f"input_feed must be a dict of input name to value, got {type(input_feed).__name__}")
+        feeds = self._feeds(input_feed)
+        names = self._output_list(output_names)
+        return self._execute(names, feeds, run_options, as_values=False)
+
+    def run_with_ort_values(
+        self,
+        output_names: Sequence[str] | None,
+        input_dict_ort_values: Mapping[str, OrtValue],
+        run_options: RunOptions | None = None,
+    ) -> list[OrtValue]:
+        """``run`` with OrtValue feeds, returning OrtValues."""
+        if not isinstance(input_dict_ort_values, Mapping):
+            kind = type(input_dict_ort_values).__name__
+            raise TypeError(f"the feed must be a dict of input name to OrtValue, got {kind}")
+        for name, value in input_dict_ort_values.items():
+            if not isinstance(value, OrtValue):
+                raise TypeError(
+                    f"run_with_ort_values feeds OrtValues; input '{name}' is {type(value).__name__} "
+                    "(make one with OrtValue.ortvalue_from_numpy)"
+                )
+        feeds = self._feeds(input_dict_ort_values)
+        names = self._output_list(output_names)
+        return [OrtValue(v) for v in self._execute(names, feeds, run_options, as_values=True)]
+
+    def run_async(
+        self,
+        output_names: Sequence[str] | None,
+        input_feed: Mapping[str, Any],
+        callback: Callable[[list, Any, str], None],
+        user_data: Any,
+        run_options: RunOptions | None = None,
+    ) -> None:
+        """Starts the run on another thread and returns; the thread then calls
+        ``callback(outputs, user_data, error)``: the outputs and '' on success,
+        [] and the error message on failure. Missing inputs and feeds that
+        cannot be converted raise here, as in ``run``."""
+        if not callable(callback):
+            raise TypeError(f"callback must be callable as callback(outputs, user_data, error), got {callback!r}")
+        names = list(output_names) if output_names else []
+        failure = None
+        feeds: list = []
+        try:
+            feeds = self._feeds(input_feed)
+            self._output_list(names)
+        except OnyxError as error:  # names the model lacks: reported to the callback, as onnxruntime does
+            failure = str(error)
+
+        def work() -> None:
+            outputs: list = []
+            error = failure
+            if error is None:
+                try:
+                    outputs = self._execute(names, feeds, run_options, as_values=False)
+                    error = ""
+                except Exception as caught:  # noqa: BLE001 - every failure goes to the callback
+                    error = str(caught)
+            callback(outputs, user_data, error)
+
+        threading.Thread(target=work, name="onyx-run-async").start()
+
+    def io_binding(self) -> IOBinding:
+        """An IOBinding for this session (CPU memory)."""
+        return IOBinding(self)
+
+    def run_with_iobinding(self, iobinding: IOBinding, run_options: RunOptions | None = None) -> None:
+        """Runs with the binding's inputs; its outputs are then in
+        ``iobinding.get_outputs()`` (and in the memory bound to them, if any).
+        Failures raise RuntimeError, as onnxruntime's do."""
+        if not isinstance(iobinding, IOBinding):
+            raise TypeError(f"run_with_iobinding takes an IOBinding, got {type(iobinding).__name__}")
+        if iobinding._session is not self:
+            raise RuntimeError("this IOBinding was made by another session (use session.io_binding())")
+        names = list(iobinding._outputs)
+        if not names:
+            raise RuntimeError("the run has no outputs: bind at least one with IOBinding.bind_output")
+        feeds = [(name, value._value) for name, value in iobinding._inputs.items()]
+        feeds += self._omitted_optional_inputs(iobinding._inputs)
+        try:
+            values = self._execute(names, feeds, run_options, as_values=True)
+        except OnyxError as error:
+            raise RuntimeError(f"the run failed: {error}") from error
+        results = []
+        for name, value in zip(names, values):
+            target = iobinding._outputs[name]
+            if target is None:
+                results.append(OrtValue(value))
+                continue
+            if not value.is_tensor or value.elem_type != target.element_type() or list(value.shape) != target.shape():
+                raise RuntimeError(
+                    f"output '{name}' is {value.type} of shape {list(value.shape)}, but the memory bound to it "
+                    f"holds {target.data_type()} of shape {target.shape()}"
+                )
+            target._value.copy_from(value)
+            results.append(target)
+        iobinding._results = results
+
+    # ---- helpers ------------------------------------------------------------------
+
+    def _output_list(self, output_names: Sequence[str] | None) -> list[str]:
         names = list(output_names) if output_names else []
         for name in names:
             if name not in self._output_set:
-                raise InvalidArgument(
-                    f"Invalid output name: '{name}'; the model's outputs are {self._output_names}"
-                )
-        for arg in self._inputs:
-            if arg.name not in input_feed:
-                missing = [a.name for a in self._inputs if a.name not in input_feed]
-                raise InvalidArgument(
-                    f"Required inputs ({missing}) are missing from input feed ({list(input_feed)})."
-                )
+                raise InvalidArgument(f"Invalid output name: '{name}'; the model's outputs are {self._output_names}")
+        return names
+
+    def _omitted_optional_inputs(self, given: Mapping[str, Any]) -> list:
+        """Empty values for the optional-typed inputs the caller left out."""
+        return [
+            (arg.name, _onyx.Value.none(arg._value_type.inner))
+            for arg in self._inputs
+            if arg.name not in given and arg._value_type.kind == _onyx.KIND_OPTIONAL
+        ]
+
+    def _feeds(self, input_feed: Mapping[str, Any]) -> list:
+        """The feed as core values, checked as onnxruntime checks it: missing
+        inputs (optional-typed ones may be left out) raise ValueError."""
+        if not isinstance(input_feed, Mapping):
+            raise TypeError(f"input_feed must be a dict of input name to value, got {type(input_feed).__name__}")
+        optional = _onyx.KIND_OPTIONAL
+        missing = [a.name for a in self._inputs if a.name not in input_feed and a._value_type.kind != optional]
+        if missing:
+            raise ValueError(f"inputs {missing} are required, but the feed only has {list(input_feed)}")
         feeds = []
         for name, value in input_feed.items():
             arg = self._feedable.get(name)
@@ -391,26 +552,65 @@ class InferenceSession:
                     f"Invalid input name: '{name}'; the model's inputs are {[a.name for a in self._inputs]}"
                 )
             feeds.append((name, _to_value(arg._value_type, value, arg.name)))
-        options = (run_options if run_options is not None else self._default_run_options)._options
-        return self._sess.run(names, feeds, options)
+        return feeds + self._omitted_optional_inputs(input_feed)
 
-    def run_with_iobinding(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplemented("onyx has no IOBinding; use run()")
+    def _execute(self, names: list[str], feeds: list, run_options: RunOptions | None, as_values: bool) -> list:
+        if run_options is None:
+            run_options = self._default_run_options
+        elif not isinstance(run_options, RunOptions):
+            raise TypeError(f"run_options must be a RunOptions, got {type(run_options).__name__}")
+        severity = run_options.log_severity_level
+        if severity < 0:
+            severity = self._sess_options.log_severity_level
+        start = time.perf_counter()
+        run = self._sess.run_values if as_values else self._sess.run
+        outputs = run(names, feeds, run_options._options)
+        if severity <= 0:
+            tag = f" '{run_options.run_tag}'" if run_options.run_tag else ""
+            print(f"onyx verbose: run{tag} took {(time.perf_counter() - start) * 1e3:.3f} ms", file=sys.stderr)
+        return outputs
 
 
 # ---- Python values -> onyx values ----------------------------------------------------
 
 
-def _tensor_value(elem_type: int, value: Any, where: str):
-    """A tensor feed, borrowing the numpy memory. The session checks the element
+def _array_from_list(value_type: Any, elem_type: int, value: list, where: str) -> np.ndarray:
+    """A list feed as numpy makes it with the input's declared type, as
+    onnxruntime converts lists (floats for an int64 input are truncated)."""
+    if elem_type == STRING:
+        dtype = np.dtype(object)
+    elif elem_type in VIEW_TYPES:
+        raise RuntimeError(
+            f"input '{where}' is {value_type}, which numpy has no type for: feed a numpy array of "
+            f"{VIEW_TYPES[elem_type]} holding its bits instead of a list"
+        )
+    else:
+        dtype = numpy_dtype_of(elem_type)  # None (numpy's choice) when the model does not say
+    try:
+        return np.array(value, dtype=dtype)
+    except (ValueError, TypeError, OverflowError) as error:
+        raise RuntimeError(f"input '{where}': cannot make a {value_type} from this list ({error})") from None
+
+
+def _tensor_value(value_type: Any, value: Any, where: str):
+    """A tensor feed, borrowing numpy memory. The session checks the element
     type and shape against the model; here only types numpy lacks are mapped
-    (a uint16 array feeds a bfloat16 input, see _VIEW_TYPES)."""
-    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    (a uint16 array feeds a bfloat16 input, see VIEW_TYPES)."""
+    elem_type = value_type.elem_type if value_type is not None else 0
+    if isinstance(value, np.ndarray):
+        array = value
+    elif isinstance(value, list):
+        array = _array_from_list(value_type, elem_type, value, where)
+    elif isinstance(value, Mapping):
+        raise InvalidArgument(f"input '{where}' is a dict (an ONNX map), but the model declares {value_type}")
+    else:
+        # onnxruntime refuses scalars, tuples and strings too.
+        raise RuntimeError(f"input '{where}' must be a numpy array or a list, got {type(value).__name__}")
     if array.dtype.kind in "OUS":
         return _onyx.Value.from_strings(array.ravel().tolist(), list(array.shape))
-    if array.dtype not in _ONNX_TYPE_OF_NUMPY:
+    if array.dtype not in ONNX_TYPE_OF_NUMPY:
         raise InvalidArgument(f"input '{where}' has numpy type {array.dtype}, which has no ONNX equivalent")
-    as_type = elem_type if elem_type in _VIEW_TYPES and _VIEW_TYPES[elem_type] == array.dtype else 0
+    as_type = elem_type if elem_type in VIEW_TYPES and VIEW_TYPES[elem_type] == array.dtype else 0
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
     return _onyx.Value.from_numpy(array, as_type)
@@ -418,6 +618,8 @@ def _tensor_value(elem_type: int, value: Any, where: str):
 
 def _to_value(value_type: Any, value: Any, where: str):
     """Converts one Python feed to an onyx Value following the declared type."""
+    if isinstance(value, OrtValue):
+        return value._value
     if isinstance(value, _onyx.Value):
         return value
     kind = value_type.kind if value_type is not None else _onyx.KIND_TENSOR
@@ -427,7 +629,8 @@ def _to_value(value_type: Any, value: Any, where: str):
             return _onyx.Value.none(inner)
         return _to_value(inner, value, where).as_optional()
     if value is None:
-        raise InvalidArgument(f"Input '{where}' is None but the model declares {value_type}")
+        # onnxruntime fails in the first node that reads it, with Fail.
+        raise Fail(f"input '{where}' is None, but the model declares {value_type} (None is for optional inputs)")
     if kind == _onyx.KIND_SEQUENCE:
         if isinstance(value, np.ndarray) or not isinstance(value, Iterable) or isinstance(value, (str, bytes, dict)):
             raise InvalidArgument(f"Input '{where}' must be a list: the model declares {value_type}")
@@ -441,21 +644,13 @@ def _to_value(value_type: Any, value: Any, where: str):
         value_elem = value_type.inner.elem_type if value_type.inner is not None else 0
         keys = list(value.keys())
         values = list(value.values())
-        if key_type == _STRING:
+        if key_type == STRING:
             key_value = _onyx.Value.from_strings([str(k) for k in keys], [len(keys)])
         else:
-            key_value = _tensor_value(key_type, np.array(keys, dtype=_numpy_dtype(key_type)), where)
-        if value_elem == _STRING:
+            key_value = _onyx.Value.from_numpy(np.array(keys, dtype=numpy_dtype_of(key_type)))
+        if value_elem == STRING:
             val_value = _onyx.Value.from_strings([str(v) for v in values], [len(values)])
         else:
-            val_value = _tensor_value(value_elem, np.array(values, dtype=_numpy_dtype(value_elem)), where)
+            val_value = _onyx.Value.from_numpy(np.array(values, dtype=numpy_dtype_of(value_elem)))
         return _onyx.Value.map(key_value, val_value)
-    elem_type = value_type.elem_type if value_type is not None else 0
-    return _tensor_value(elem_type, value, where)
-
-
-def _numpy_dtype(elem_type: int) -> np.dtype | None:
-    for dtype, t in _ONNX_TYPE_OF_NUMPY.items():
-        if t == elem_type:
-            return dtype
-    return None
+    return _tensor_value(value_type, value, where)

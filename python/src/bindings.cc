@@ -9,9 +9,12 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,21 +28,27 @@ namespace nb = nanobind;
 namespace onyx {
 namespace {
 
-// Exception classes, one per StatusCode, all below RuntimeError so that
-// `except RuntimeError` catches every onyx failure.
+// Exception classes with onnxruntime's names (its capi.onnxruntime_pybind11_state),
+// each directly below OnyxError, which is below Exception as onnxruntime's
+// classes are: `except InvalidArgument` catches what it catches there, and
+// `except RuntimeError` does not catch them, as there.
 struct ErrorClasses {
   PyObject* base = nullptr;              // OnyxError
   PyObject* invalid_argument = nullptr;  // InvalidArgument
-  PyObject* invalid_graph = nullptr;     // InvalidGraph (InvalidModel)
+  PyObject* invalid_graph = nullptr;     // InvalidGraph (onyx's InvalidModel)
+  PyObject* invalid_protobuf = nullptr;  // InvalidProtobuf: the model file does not decode
   PyObject* not_implemented = nullptr;   // NotImplemented
-  PyObject* fail = nullptr;              // Fail (RuntimeException)
+  PyObject* fail = nullptr;              // Fail
 };
 ErrorClasses g_errors;
 
-PyObject* error_class_for(StatusCode code) {
-  switch (code) {
+PyObject* error_class_for(const Error& error) {
+  switch (error.code()) {
     case StatusCode::kInvalidArgument: return g_errors.invalid_argument;
-    case StatusCode::kInvalidModel: return g_errors.invalid_graph;
+    case StatusCode::kInvalidModel:
+      // InferenceSession::from_file/from_bytes prefix the reader's errors so.
+      return std::string_view(error.what()).starts_with("cannot load model") ? g_errors.invalid_protobuf
+                                                                             : g_errors.invalid_graph;
     case StatusCode::kNotImplemented: return g_errors.not_implemented;
     case StatusCode::kRuntimeError: return g_errors.fail;
     case StatusCode::kOk: break;
@@ -325,6 +334,39 @@ nb::list shape_to_python(const ValueMetadata& meta) {
   return shape;
 }
 
+// Runs with the GIL released (so other Python threads run meanwhile, and may
+// set RunOptions.terminate).
+std::vector<Value> run_session(const InferenceSession& session, const std::vector<std::string>& output_names,
+                               const std::vector<std::pair<std::string, Value>>& feeds, const RunOptions& run_options) {
+  std::vector<Value> outputs;
+  Status status;
+  {
+    nb::gil_scoped_release release;
+    try {
+      status = session.run(output_names, feeds, run_options, &outputs);
+    } catch (const Error& e) {
+      status = Status(e.code(), e.what());
+    } catch (const std::bad_alloc&) {
+      status = runtime_error("out of memory while running the model");
+    } catch (const std::exception& e) {
+      status = runtime_error(e.what());
+    }
+  }
+  throw_if_error(status);
+  for (Value& v : outputs) {
+    // The caller owns the feed arrays and may change them after the run; an
+    // output that aliases one (Identity of an input) is copied.
+    if (!v.is_tensor()) continue;
+    for (const auto& feed : feeds) {
+      if (feed.second.is_tensor() && v.tensor().shares_buffer_with(feed.second.tensor())) {
+        v = Value(v.tensor().clone());
+        break;
+      }
+    }
+  }
+  return outputs;
+}
+
 void translate_error(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
@@ -333,7 +375,7 @@ void translate_error(const std::exception_ptr& p, void*) {
     const char* what = e.what();
     PyObject* message = PyUnicode_DecodeUTF8(what, static_cast<Py_ssize_t>(std::strlen(what)), "replace");
     if (message == nullptr) return;  // the decoding error is already set
-    PyErr_SetObject(error_class_for(e.code()), message);
+    PyErr_SetObject(error_class_for(e), message);
     Py_DECREF(message);
   }
 }
@@ -353,13 +395,23 @@ NB_MODULE(_onyx, m) {
   using namespace onyx;
   m.doc() = "onyx's C++ core; use the `onyx` package, not this module";
 
-  g_errors.base = new_error_class(m, "OnyxError", PyExc_RuntimeError, "Base of every error onyx raises.");
+  g_errors.base = new_error_class(m, "OnyxError", PyExc_Exception, "Base of every error onyx's core raises.");
   g_errors.invalid_argument =
       new_error_class(m, "InvalidArgument", g_errors.base, "A wrong feed, option or call argument.");
-  g_errors.invalid_graph = new_error_class(m, "InvalidGraph", g_errors.base, "The model file or graph is malformed.");
+  g_errors.invalid_graph = new_error_class(m, "InvalidGraph", g_errors.base, "The model's graph is malformed.");
+  g_errors.invalid_protobuf =
+      new_error_class(m, "InvalidProtobuf", g_errors.base, "The model file is not a readable ONNX protobuf.");
   g_errors.not_implemented =
       new_error_class(m, "NotImplemented", g_errors.base, "The model needs an op, version or type onyx lacks.");
-  g_errors.fail = new_error_class(m, "Fail", g_errors.base, "A kernel failed while running on valid input.");
+  g_errors.fail = new_error_class(m, "Fail", g_errors.base, "A kernel failed, or a run was terminated.");
+  // onnxruntime's other classes: onyx raises NoSuchFile (from Python); the rest
+  // exist so that code catching them ports unchanged.
+  new_error_class(m, "NoSuchFile", g_errors.base, "The model path does not exist.");
+  new_error_class(m, "NoModel", g_errors.base, "onnxruntime's NoModel; onyx does not raise it.");
+  new_error_class(m, "EngineError", g_errors.base, "onnxruntime's EngineError; onyx does not raise it.");
+  new_error_class(m, "RuntimeException", g_errors.base, "onnxruntime's RuntimeException; onyx does not raise it.");
+  new_error_class(m, "ModelLoaded", g_errors.base, "onnxruntime's ModelLoaded; onyx does not raise it.");
+  new_error_class(m, "EPFail", g_errors.base, "onnxruntime's EPFail; onyx does not raise it.");
   nb::register_exception_translator(translate_error);
 
   // Arithmetic like onnxruntime's enums: int(level) and comparisons with ints work.
@@ -389,7 +441,27 @@ NB_MODULE(_onyx, m) {
       .def_rw("disabled_optimizers", &SessionOptions::disabled_optimizers)
       .def_rw("enable_mem_pattern", &SessionOptions::enable_mem_pattern)
       .def_rw("enable_cpu_mem_arena", &SessionOptions::enable_cpu_mem_arena)
-      .def_rw("config_entries", &SessionOptions::config_entries);
+      .def_rw("config_entries", &SessionOptions::config_entries)
+      .def_rw("free_dimension_overrides", &SessionOptions::free_dimension_overrides)
+      .def_rw("free_dimension_overrides_by_denotation", &SessionOptions::free_dimension_overrides_by_denotation)
+      .def(
+          "set_initializer_override",
+          [](SessionOptions& o, const std::string& name, const Value& value) {
+            if (!value.is_tensor()) throw_status(invalid_argument("initializer '", name, "' must be a tensor"));
+            for (auto& entry : o.initializer_overrides) {
+              if (entry.first == name) {
+                entry.second = value.tensor();
+                return;
+              }
+            }
+            o.initializer_overrides.emplace_back(name, value.tensor());
+          },
+          nb::arg("name"), nb::arg("value"))
+      .def_prop_ro("initializer_override_names", [](const SessionOptions& o) {
+        std::vector<std::string> names;
+        for (const auto& entry : o.initializer_overrides) names.push_back(entry.first);
+        return names;
+      });
 
   nb::class_<RunOptions>(m, "RunOptions")
       .def(nb::init<>())
@@ -462,8 +534,62 @@ NB_MODULE(_onyx, m) {
              out.set_optional(true);
              return out;
            })
+      .def_static(
+          "empty",
+          [](int elem_type, const Shape& shape) {
+            if (!dtype_is_known(elem_type)) throw_status(invalid_argument("unknown ONNX element type ", elem_type));
+            Result<Tensor> tensor = Tensor::create(static_cast<DataType>(elem_type), shape);
+            throw_if_error(tensor.status());
+            return Value(std::move(tensor).value());
+          },
+          nb::arg("elem_type"), nb::arg("shape"))
+      // Memory the caller owns and keeps alive (IOBinding.bind_input's buffer_ptr).
+      .def_static(
+          "from_pointer",
+          [](uintptr_t pointer, int elem_type, const Shape& shape) {
+            if (!dtype_is_known(elem_type) || static_cast<DataType>(elem_type) == DataType::kString) {
+              throw_status(invalid_argument("cannot bind memory of ONNX element type ", elem_type));
+            }
+            for (int64_t d : shape) {
+              if (d < 0) throw_status(invalid_argument("negative dimension in shape ", shape_to_string(shape)));
+            }
+            if (pointer == 0 && shape_size(shape) != 0) throw_status(invalid_argument("null buffer pointer"));
+            return Value(Tensor::borrow(static_cast<DataType>(elem_type), shape, reinterpret_cast<void*>(pointer)));
+          },
+          nb::arg("pointer"), nb::arg("elem_type"), nb::arg("shape"))
+      // Copies a tensor's elements into this tensor's buffer (same type and shape).
+      .def("copy_from",
+           [](Value& self, const Value& source) {
+             if (!self.is_tensor() || !source.is_tensor()) {
+               throw_status(invalid_argument("copy_from needs two tensors"));
+             }
+             Tensor& to = self.tensor();
+             const Tensor& from = source.tensor();
+             if (to.dtype() != from.dtype() || to.shape() != from.shape()) {
+               throw_status(invalid_argument("cannot copy ", from.describe(), " into ", to.describe()));
+             }
+             if (!to.device().is_cpu() || !from.device().is_cpu()) {
+               throw_status(not_implemented("copy_from works on CPU tensors only"));
+             }
+             if (to.raw_data() == from.raw_data()) return;
+             if (to.dtype() == DataType::kString) {
+               std::copy_n(from.data<std::string>(), from.size(), to.data<std::string>());
+             } else if (from.bytes() != 0) {
+               std::memmove(to.raw_data(), from.raw_data(), from.bytes());
+             }
+           })
       .def("numpy", [](const Value& v) { return value_to_python(v); })
       .def_prop_ro("type", [](const Value& v) { return v.type().to_string(); })
+      .def_prop_ro("is_tensor", &Value::is_tensor)
+      .def_prop_ro("is_sequence", &Value::is_sequence)
+      .def_prop_ro("is_none", &Value::is_none)
+      .def_prop_ro("elem_type", [](const Value& v) { return v.is_tensor() ? static_cast<int>(v.tensor().dtype()) : 0; })
+      .def_prop_ro("shape", [](const Value& v) { return v.is_tensor() ? v.tensor().shape() : Shape{}; })
+      .def_prop_ro("device_type",
+                   [](const Value& v) { return v.is_tensor() ? static_cast<int>(v.tensor().device().type) : 0; })
+      .def_prop_ro("data_ptr",
+                   [](Value& v) { return v.is_tensor() ? reinterpret_cast<uintptr_t>(v.tensor().raw_data()) : 0; })
+      .def_prop_ro("size_in_bytes", [](const Value& v) { return v.is_tensor() ? v.tensor().bytes() : size_t{0}; })
       .def("__repr__", [](const Value& v) { return "Value(" + v.describe() + ")"; });
 
   nb::class_<InferenceSession>(m, "InferenceSession")
@@ -486,38 +612,15 @@ NB_MODULE(_onyx, m) {
           "run",
           [](const InferenceSession& session, const std::vector<std::string>& output_names,
              const std::vector<std::pair<std::string, Value>>& feeds, const RunOptions& run_options) {
-            std::vector<Value> outputs;
-            Status status;
-            {
-              nb::gil_scoped_release release;
-              try {
-                status = session.run(output_names, feeds, run_options, &outputs);
-              } catch (const Error& e) {
-                status = Status(e.code(), e.what());
-              } catch (const std::bad_alloc&) {
-                status = runtime_error("out of memory while running the model");
-              } catch (const std::exception& e) {
-                status = runtime_error(e.what());
-              }
-            }
-            throw_if_error(status);
             nb::list result;
-            for (Value& v : outputs) {
-              // The caller owns the feed arrays and may change them after the
-              // run; an output that aliases one (Identity of an input) is copied.
-              if (v.is_tensor()) {
-                for (const auto& feed : feeds) {
-                  if (feed.second.is_tensor() && v.tensor().shares_buffer_with(feed.second.tensor())) {
-                    v = Value(v.tensor().clone());
-                    break;
-                  }
-                }
-              }
+            for (const Value& v : run_session(session, output_names, feeds, run_options)) {
               result.append(value_to_python(v));
             }
             return result;
           },
           nb::arg("output_names"), nb::arg("feeds"), nb::arg("run_options"))
+      // The same, returning the outputs as Values (OrtValue, IOBinding).
+      .def("run_values", &run_session, nb::arg("output_names"), nb::arg("feeds"), nb::arg("run_options"))
       // Metadata is copied out: it is small and read once per session.
       .def_prop_ro("inputs", &InferenceSession::inputs, nb::rv_policy::copy)
       .def_prop_ro("outputs", &InferenceSession::outputs, nb::rv_policy::copy)
@@ -525,7 +628,8 @@ NB_MODULE(_onyx, m) {
       .def_prop_ro("metadata", &InferenceSession::metadata, nb::rv_policy::copy)
       .def_prop_ro("opsets", &InferenceSession::opsets)
       .def("providers", &InferenceSession::providers)
-      .def("end_profiling", &InferenceSession::end_profiling);
+      .def("end_profiling", &InferenceSession::end_profiling)
+      .def("profiling_start_time_ns", &InferenceSession::profiling_start_time_ns);
 
   m.def("available_providers", &available_providers);
   m.def("version", []() { return std::string(version()); });

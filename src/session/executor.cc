@@ -208,6 +208,12 @@ void Profiler::record(Event event) {
   events_.push_back(std::move(event));
 }
 
+void Profiler::record_session_event(std::string name, int64_t start_us, int64_t duration_us) {
+  const size_t thread = std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000;
+  std::lock_guard<std::mutex> lock(mutex_);
+  session_events_.push_back({std::move(name), "", "", start_us, duration_us, thread, ""});
+}
+
 std::string Profiler::write(const std::string& prefix) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto stamp = std::chrono::system_clock::now().time_since_epoch().count();
@@ -223,6 +229,12 @@ std::string Profiler::write(const std::string& prefix) {
     }
     return r;
   };
+  for (size_t i = 0; i < session_events_.size(); ++i) {
+    const Event& e = session_events_[i];
+    out << "{\"cat\":\"Session\",\"pid\":1,\"tid\":" << e.thread << ",\"dur\":" << e.duration_us
+        << ",\"ts\":" << e.start_us << ",\"ph\":\"X\",\"name\":\"" << escape(e.name) << "\",\"args\":{}}"
+        << (i + 1 < session_events_.size() || !events_.empty() ? ",\n" : "\n");
+  }
   for (size_t i = 0; i < events_.size(); ++i) {
     const Event& e = events_[i];
     out << "{\"cat\":\"Node\",\"pid\":1,\"tid\":" << e.thread << ",\"dur\":" << e.duration_us
@@ -231,6 +243,7 @@ std::string Profiler::write(const std::string& prefix) {
         << (i + 1 < events_.size() ? ",\n" : "\n");
   }
   out << "]\n";
+  session_events_.clear();
   events_.clear();
   return path;
 }

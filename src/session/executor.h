@@ -28,14 +28,22 @@ class Profiler {
     std::string shapes;
   };
   void record(Event event);
+  // A session-level event (category "Session": model loading, preparation,
+  // planning), as onnxruntime's "model_loading_uri" and "session_initialization".
+  void record_session_event(std::string name, int64_t start_us, int64_t duration_us);
   int64_t now_us() const;
+  // The wall-clock time the profile starts at (its timestamp 0), in ns since the epoch.
+  int64_t start_time_ns() const { return start_time_ns_; }
   // Writes the events as a Chrome-trace JSON array and returns the path.
   std::string write(const std::string& prefix);
 
  private:
   std::mutex mutex_;
+  std::vector<Event> session_events_;
   std::vector<Event> events_;
   std::chrono::steady_clock::time_point origin_ = std::chrono::steady_clock::now();
+  int64_t start_time_ns_ =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 };
 
 // Values of one graph during one run. Subgraph frames see their parent.

@@ -7,6 +7,7 @@
 #include "graph/builder.h"
 #include "graph/shape_inference.h"
 #include "session/memory_usage.h"
+#include "session/model_overrides.h"
 #include "session/partition.h"
 #include "session/planner.h"
 #include "session/version_resolution.h"
@@ -40,6 +41,7 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
   // Before IR version 4 every initializer was also listed as an input, and
   // was a constant all the same.
   inference.initializers_in_inputs_are_constant = model.ir_version < 4;
+  ONYX_RETURN_IF_ERROR(apply_model_overrides(graph, *model.graph, options));
   ONYX_RETURN_IF_ERROR(graph::infer_shapes(graph, inference));
   if (verbose) log_memory_usage("shape inference");
 

@@ -30,7 +30,8 @@ struct InferenceSession::Impl {
   DataTransferRegistry transfers;
   std::unique_ptr<session::GraphPlan> plan;
   std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<session::Profiler> profiler;
+  std::unique_ptr<session::Profiler> profiler;  // created before the model is read
+  int64_t profiling_start_ns = 0;               // kept after end_profiling, as onnxruntime does
   std::vector<ValueMetadata> inputs;  // graph inputs that are not initializers
   std::vector<ValueMetadata> outputs;
   std::vector<ValueMetadata> overridable;
@@ -38,6 +39,7 @@ struct InferenceSession::Impl {
   std::map<std::string, int64_t> opsets;
 
   Status init(const std::vector<std::string>& provider_names);
+  void start_profiling();
   Status check_feed(const ValueMetadata& meta, const Value& value) const;
   Status run(const std::vector<std::string>& output_names, const Feeds& feeds, const RunOptions& run_options,
              std::vector<Value>* outputs) const;
@@ -147,12 +149,15 @@ Status InferenceSession::Impl::init(const std::vector<std::string>& provider_nam
 
   opsets = graph::opset_map(model.opset_import);
   if (options.log_severity_level <= 0) session::log_memory_usage("reading the model");
+  const int64_t preparation_start = profiler ? profiler->now_us() : 0;
   ONYX_ASSIGN_OR_RETURN(session::PreparedGraph prepared, session::prepare_graph(model, options, provider_list));
   graph = std::move(prepared.graph);
+  if (profiler) {
+    profiler->record_session_event("graph_preparation", preparation_start, profiler->now_us() - preparation_start);
+  }
 
   ONYX_ASSIGN_OR_RETURN(ThreadPoolOptions pool_options, thread_pool_options(options));
   pool = std::make_unique<ThreadPool>(pool_options);
-  if (options.enable_profiling) profiler = std::make_unique<session::Profiler>();
 
   // What graph preparation read of the model file (weights it rewrote, for
   // one) need not stay resident; kernels read what they pack again.
@@ -172,8 +177,10 @@ Status InferenceSession::Impl::init(const std::vector<std::string>& provider_nam
     cpu::split_onyx_only_nodes(optimized);
     ONYX_RETURN_IF_ERROR(model::write_model_file(optimized, options.optimized_model_filepath));
   }
+  const int64_t planning_start = profiler ? profiler->now_us() : 0;
   ONYX_ASSIGN_OR_RETURN(plan,
                         session::make_plan_releasing_weights(*graph, provider_list, transfers, model.ir_version < 4));
+  if (profiler) profiler->record_session_event("planning", planning_start, profiler->now_us() - planning_start);
   // Weights still read from the model file at run time come back page by page
   // as runs read them (a Gather reads a few rows of its table, not all).
   model::release_mapped_pages(model.backing);
@@ -193,6 +200,12 @@ Status InferenceSession::Impl::init(const std::vector<std::string>& provider_nam
   metadata.version = model.model_version;
   for (const auto& kv : model.metadata_props) metadata.custom_metadata_map[kv.key] = kv.value;
   return Status::ok();
+}
+
+void InferenceSession::Impl::start_profiling() {
+  if (!options.enable_profiling) return;
+  profiler = std::make_unique<session::Profiler>();
+  profiling_start_ns = profiler->start_time_ns();
 }
 
 Status InferenceSession::Impl::check_feed(const ValueMetadata& meta, const Value& value) const {
@@ -292,8 +305,12 @@ Status InferenceSession::Impl::run_to(const std::vector<std::string>& output_nam
   state.profiler = profiler.get();
   state.transfers = &transfers;
   std::vector<Value> all;
-  ONYX_RETURN_IF_ERROR(session::run_plan(*plan, nullptr, bound, state, all));
-  ONYX_RETURN_IF_ERROR(state.streams.synchronize());
+  Status status = session::run_plan(*plan, nullptr, bound, state, all);
+  if (status.is_ok()) status = state.streams.synchronize();
+  // The feeds passed the checks above, so a kernel refusing its inputs is a
+  // failure of the run (onnxruntime's FAIL), not a wrong argument of the caller.
+  if (status.code() == StatusCode::kInvalidArgument) return runtime_error(status.message());
+  ONYX_RETURN_IF_ERROR(status);
   result->clear();
   for (size_t k = 0; k < wanted.size(); ++k) {
     Value value = all[wanted[k]];
@@ -332,12 +349,18 @@ std::unique_ptr<InferenceSession> InferenceSession::from_file(const std::string&
                                                               const std::vector<std::string>& providers) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->start_profiling();
+  session::Profiler* profiler = impl->profiler.get();
+  // The Python binding raises InvalidProtobuf for errors that start "cannot load model".
   Result<model::ModelProto> model = model::read_model_file(path);
   if (!model.is_ok()) {
     throw Error(Status(model.status().code(), "cannot load model '" + path + "': " + model.status().message()));
   }
   impl->model = std::move(model).value();
+  if (profiler) profiler->record_session_event("model_loading_uri", 0, profiler->now_us());
+  const int64_t init_start = profiler ? profiler->now_us() : 0;
   throw_if_error(impl->init(providers));
+  if (profiler) profiler->record_session_event("session_initialization", init_start, profiler->now_us() - init_start);
   return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
 }
 
@@ -345,12 +368,18 @@ std::unique_ptr<InferenceSession> InferenceSession::from_bytes(std::string_view 
                                                                const std::vector<std::string>& providers) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->start_profiling();
+  session::Profiler* profiler = impl->profiler.get();
+  // The Python binding raises InvalidProtobuf for errors that start "cannot load model".
   Result<model::ModelProto> model = model::read_model_bytes(bytes);
   if (!model.is_ok()) {
     throw Error(Status(model.status().code(), "cannot load model from bytes: " + model.status().message()));
   }
   impl->model = std::move(model).value();
+  if (profiler) profiler->record_session_event("model_loading_array", 0, profiler->now_us());
+  const int64_t init_start = profiler ? profiler->now_us() : 0;
   throw_if_error(impl->init(providers));
+  if (profiler) profiler->record_session_event("session_initialization", init_start, profiler->now_us() - init_start);
   return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
 }
 
@@ -456,6 +485,8 @@ std::vector<std::string> InferenceSession::providers() const {
   for (const auto& p : impl_->providers) names.push_back(p->name());
   return names;
 }
+
+int64_t InferenceSession::profiling_start_time_ns() const { return impl_->profiling_start_ns; }
 
 std::string InferenceSession::end_profiling() {
   if (!impl_->profiler) return "";
