@@ -29,6 +29,25 @@ void outer_reads(const graph::Graph& sub, const graph::Graph& outer, std::vector
   }
 }
 
+// Whether a node that reads from the groups `reads` may join `group`: not
+// when one of them already depends, through any chain of groups, on `group`.
+bool closes_a_cycle(const std::vector<GroupSet>& depends_on, int group, const GroupSet& reads) {
+  std::vector<int> stack;
+  std::vector<bool> seen(depends_on.size(), false);
+  for (int g : reads) {
+    if (g != group) stack.push_back(g);
+  }
+  while (!stack.empty()) {
+    const int g = stack.back();
+    stack.pop_back();
+    if (g == group) return true;
+    if (seen[static_cast<size_t>(g)]) continue;
+    seen[static_cast<size_t>(g)] = true;
+    for (int d : depends_on[static_cast<size_t>(g)]) stack.push_back(d);
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<NodeGroup> connected_groups(const graph::Graph& graph, const std::vector<size_t>& candidates,
@@ -40,6 +59,11 @@ std::vector<NodeGroup> connected_groups(const graph::Graph& graph, const std::ve
   std::vector<GroupSet> reach(graph.values.size()), escaped(graph.values.size());
   std::vector<int> group_of_value(graph.values.size(), -1);
   std::vector<NodeGroup> groups;
+  // Per group: the groups its nodes read from, directly or through other
+  // nodes. Each group being convex is not enough: two groups that each read
+  // the other's output (a1 -> b1 and b2 -> a2, b1 and b2 joined through a
+  // common producer) would make two fused nodes that wait on each other.
+  std::vector<GroupSet> depends_on;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {  // graph nodes are in topological order
     const graph::Node& node = graph.nodes[n];
     std::vector<int32_t> inputs;
@@ -59,7 +83,7 @@ std::vector<NodeGroup> connected_groups(const graph::Graph& graph, const std::ve
     if (open.count(n) && supported(n)) {
       for (int32_t v : inputs) {
         const int g = group_of_value[static_cast<size_t>(v)];
-        if (g >= 0 && !contains(in_escaped, g)) {
+        if (g >= 0 && !contains(in_escaped, g) && !closes_a_cycle(depends_on, g, in_reach)) {
           joined = g;
           break;
         }
@@ -67,8 +91,12 @@ std::vector<NodeGroup> connected_groups(const graph::Graph& graph, const std::ve
       if (joined < 0) {
         joined = static_cast<int>(groups.size());
         groups.emplace_back();
+        depends_on.emplace_back();
       }
       groups[static_cast<size_t>(joined)].nodes.push_back(n);
+      for (int g : in_reach) {
+        if (g != joined) insert(depends_on[static_cast<size_t>(joined)], g);
+      }
     }
     // Every group reaching this node other than its own now also reaches
     // through it: for those, this node is outside.

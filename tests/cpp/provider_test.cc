@@ -290,5 +290,26 @@ TEST(NodeGroups, GroupsStayConvex) {
   EXPECT_EQ(chain[0].nodes.size(), 3u);
 }
 
+TEST(NodeGroups, TwoGroupsNeverReadEachOther) {
+  // a1 -> Sigmoid -> b1 puts B after A; b2 -> a2 would put A after B if a2
+  // joined a1's group, though each group alone is convex. a2 joins B.
+  ModelBuilder b(17);
+  b.input("x", {2}).input("y", {2}).output("a2").output("b1");
+  b.node("Relu", {"x"}, {"a1"}).node("Neg", {"y"}, {"b0"}).node("Sigmoid", {"a1"}, {"u"});
+  b.node("Add", {"b0", "u"}, {"b1"}).node("Neg", {"b0"}, {"b2"}).node("Add", {"a1", "b2"}, {"a2"});
+  auto g = testing::load_graph(b.proto());
+  ASSERT_TRUE(g.is_ok());
+  std::vector<size_t> all = {0, 1, 2, 3, 4, 5};
+  auto groups = connected_groups(**g, all, [&](size_t n) { return (*g)->nodes[n].op_type != "Sigmoid"; });
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].nodes, (std::vector<size_t>{0}));
+  EXPECT_EQ(groups[1].nodes, (std::vector<size_t>{1, 3, 4, 5}));
+  // And the session runs it with the two groups fused.
+  auto cpu = InferenceSession::from_bytes(b.bytes());
+  auto fused = InferenceSession::from_bytes(b.bytes(), {}, on(testing::kTestCompilerProvider));
+  Feeds feeds{{"x", Value(floats({1, -2}, {2}))}, {"y", Value(floats({0.5f, 3}, {2}))}};
+  for (size_t o = 0; o < 2; ++o) expect_near(values_of(fused->run({}, feeds)[o]), values_of(cpu->run({}, feeds)[o]));
+}
+
 }  // namespace
 }  // namespace onyx
