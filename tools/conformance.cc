@@ -36,6 +36,7 @@ struct Options {
   int jobs = 2;
   bool verbose = false;
   std::string compare_with;  // "onnxruntime": run the same cases through it too
+  std::vector<std::string> providers;  // in order; empty: the CPU provider alone
   bool function_bodies = false;  // run ops the ONNX spec defines as functions through their bodies
   double rtol = 1e-3;
   double atol = 1e-7;
@@ -254,7 +255,7 @@ std::string run_case(const Case& c, const Options& opt) {
     SessionOptions so;
     so.intra_op_num_threads = 1;
     if (opt.function_bodies) so.config_entries["onyx.prefer_function_bodies"] = "1";
-    auto session = InferenceSession::from_file(c.model, so);
+    auto session = InferenceSession::from_file(c.model, so, opt.providers);
     auto run_set = [&](const std::vector<std::string>& input_files,
                        const std::vector<std::string>& output_files) -> std::string {
       const auto& inputs = session->inputs();
@@ -481,15 +482,18 @@ int conformance_command(const std::vector<std::string>& args) {
       return false;
     };
     if (a == "-h" || a == "--help") {
-      std::printf("usage: onyx conformance [DIR] [--filter TEXT]... [--expected FILE] [--report FILE]\n"
-                  "                        [--timeout SECONDS] [--jobs N] [--compare onnxruntime]\n"
-                  "                        [--function-bodies] [-v]\n"
-                  "DIR defaults to $ONYX_BACKEND_DATA, ../shared/onnx-backend-data, or the onnx package's data.\n"
-                  "With --expected, exits 1 on a failure not in FILE or on a listed case that now passes.\n"
-                  "With --compare onnxruntime, also runs every case through onnxruntime (pip) with the same\n"
-                  "inputs and tolerances, one process per case, and prints both counts per folder.\n"
-                  "With --function-bodies, ops that the ONNX spec defines as functions run through their\n"
-                  "function bodies instead of their kernels.\n");
+      std::printf(
+          "usage: onyx conformance [DIR] [--filter TEXT]... [--expected FILE] [--report FILE]\n"
+          "                        [--timeout SECONDS] [--jobs N] [--compare onnxruntime]\n"
+          "                        [--function-bodies] [--providers A,B,...] [-v]\n"
+          "DIR defaults to $ONYX_BACKEND_DATA, ../shared/onnx-backend-data, or the onnx package's data.\n"
+          "With --expected, exits 1 on a failure not in FILE or on a listed case that now passes.\n"
+          "With --compare onnxruntime, also runs every case through onnxruntime (pip) with the same\n"
+          "inputs and tolerances, one process per case, and prints both counts per folder.\n"
+          "With --function-bodies, ops that the ONNX spec defines as functions run through their\n"
+          "function bodies instead of their kernels.\n"
+          "With --providers, sessions use these execution providers in order (the CPU provider\n"
+          "is the fallback), e.g. --providers OpenVINOExecutionProvider,CPUExecutionProvider.\n");
       return kExitOk;
     } else if (a == "--filter") {
       if (!need()) return kExitUsage;
@@ -512,6 +516,14 @@ int conformance_command(const std::vector<std::string>& args) {
       if (opt.compare_with != "onnxruntime") {
         std::fprintf(stderr, "onyx conformance: --compare knows only 'onnxruntime'\n");
         return kExitUsage;
+      }
+    } else if (a == "--providers") {
+      if (!need()) return kExitUsage;
+      std::string list = args[++i];
+      for (size_t start = 0; start <= list.size();) {
+        const size_t comma = std::min(list.find(',', start), list.size());
+        if (comma > start) opt.providers.push_back(list.substr(start, comma - start));
+        start = comma + 1;
       }
     } else if (a == "--function-bodies") {
       opt.function_bodies = true;
