@@ -346,6 +346,9 @@ class InferenceSession:
                 )
             else:
                 chosen[name] = o
+        # Each provider's own options reach it through the core's options
+        # (an unknown key or a bad value is the provider's error).
+        options.provider_options = {name: o for name, o in chosen.items() if o}
         if self._model_path is None:
             sess = _onyx.InferenceSession.from_bytes(self._model_bytes, options, list(chosen))
         else:
@@ -362,8 +365,12 @@ class InferenceSession:
         self._providers = list(sess.providers())
         # The options each provider was given; the CPU provider takes none and,
         # as in onnxruntime, reports none.
+        # Providers that report their options (defaults included) report
+        # those; the rest report what they were given.
+        reported = sess.provider_options()
         self._provider_options = {
-            name: ({} if name == _CPU else dict(chosen.get(name, {}))) for name in self._providers
+            name: ({} if name == _CPU else dict(reported.get(name) or chosen.get(name, {})))
+            for name in self._providers
         }
 
     # ---- metadata -------------------------------------------------------------

@@ -442,6 +442,7 @@ NB_MODULE(_onyx, m) {
       .def_rw("enable_mem_pattern", &SessionOptions::enable_mem_pattern)
       .def_rw("enable_cpu_mem_arena", &SessionOptions::enable_cpu_mem_arena)
       .def_rw("config_entries", &SessionOptions::config_entries)
+      .def_rw("provider_options", &SessionOptions::provider_options)
       .def_rw("free_dimension_overrides", &SessionOptions::free_dimension_overrides)
       .def_rw("free_dimension_overrides_by_denotation", &SessionOptions::free_dimension_overrides_by_denotation)
       .def(
@@ -628,6 +629,7 @@ NB_MODULE(_onyx, m) {
       .def_prop_ro("metadata", &InferenceSession::metadata, nb::rv_policy::copy)
       .def_prop_ro("opsets", &InferenceSession::opsets)
       .def("providers", &InferenceSession::providers)
+      .def("provider_options", &InferenceSession::provider_options)
       .def("end_profiling", &InferenceSession::end_profiling)
       .def("profiling_start_time_ns", &InferenceSession::profiling_start_time_ns);
 
