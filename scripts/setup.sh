@@ -33,7 +33,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
-python_packages=(numpy onnx onnxruntime nanobind scikit-build-core pytest scikit-learn skl2onnx)
+# openvino: the wheel the OpenVINO provider builds against (headers, libraries, CMake config).
+python_packages=(numpy onnx onnxruntime nanobind scikit-build-core pytest scikit-learn skl2onnx openvino)
 missing=()
 for p in "${python_packages[@]}"; do
   module=${p//-/_}

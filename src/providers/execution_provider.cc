@@ -4,6 +4,13 @@
 #include <map>
 #include <mutex>
 
+#ifdef ONYX_OPENVINO_LIBRARY
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#endif
+
 namespace onyx {
 
 std::vector<NodeGroup> ExecutionProvider::claim(const graph::Graph& graph,
@@ -27,6 +34,32 @@ ProviderTable& provider_table() {
   return table;
 }
 
+// Optional providers live in libraries of their own beside libonyx.so (they
+// link libraries the core must not need, such as libopenvino.so). Each
+// registers itself from a static initializer when loaded. A library that
+// does not load (its dependencies gone) leaves its provider unregistered;
+// ONYX_DEBUG_PROVIDERS=1 prints why.
+void load_provider_libraries() {
+#ifdef ONYX_OPENVINO_LIBRARY
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info self{};
+    if (dladdr(reinterpret_cast<void*>(&load_provider_libraries), &self) == 0 || self.dli_fname == nullptr) return;
+    std::string dir = self.dli_fname;
+    const size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? std::string(".") : dir.substr(0, slash);
+    for (const char* library : {ONYX_OPENVINO_LIBRARY}) {
+      const std::string path = dir + "/" + library;
+      // Never closed: the providers it registered point into it.
+      if (dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
+        const char* debug = std::getenv("ONYX_DEBUG_PROVIDERS");
+        if (debug != nullptr && std::string(debug) == "1") std::fprintf(stderr, "onyx: %s\n", dlerror());
+      }
+    }
+  });
+#endif
+}
+
 }  // namespace
 
 void register_provider(const std::string& name, ProviderFactory factory) {
@@ -46,6 +79,7 @@ Result<std::unique_ptr<ExecutionProvider>> create_provider(const std::string& na
     }
     return make_cpu_provider();
   }
+  load_provider_libraries();
   ProviderFactory factory;
   {
     ProviderTable& t = provider_table();
@@ -62,6 +96,7 @@ Result<std::unique_ptr<ExecutionProvider>> create_provider(const std::string& na
 }
 
 std::vector<std::string> registered_providers() {
+  load_provider_libraries();
   ProviderTable& t = provider_table();
   std::lock_guard<std::mutex> lock(t.mutex);
   std::vector<std::string> names;
