@@ -26,9 +26,12 @@ if(NOT ONYX_OPENVINO STREQUAL "OFF")
     set_target_properties(onyx_openvino PROPERTIES BUILD_RPATH "$ORIGIN;${_onyx_openvino_libs}"
                                                    INSTALL_RPATH "$ORIGIN;${_onyx_openvino_libs}")
     # The core looks for the provider library beside itself by this name.
+    # Only the loader's file gets the define, so that the rest of the core's
+    # objects are the same with and without the wheel (and ccache shares them).
     target_link_libraries(onyx_core PRIVATE ${CMAKE_DL_LIBS})
-    target_compile_definitions(onyx_core PRIVATE
-      ONYX_OPENVINO_LIBRARY="${CMAKE_SHARED_LIBRARY_PREFIX}onyx_openvino${CMAKE_SHARED_LIBRARY_SUFFIX}")
+    set_source_files_properties(${CMAKE_SOURCE_DIR}/src/providers/execution_provider.cc PROPERTIES
+      COMPILE_DEFINITIONS
+      "ONYX_OPENVINO_LIBRARY=\"${CMAKE_SHARED_LIBRARY_PREFIX}onyx_openvino${CMAKE_SHARED_LIBRARY_SUFFIX}\"")
     if(NOT SKBUILD)
       include(GNUInstallDirs)
       install(TARGETS onyx_openvino LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

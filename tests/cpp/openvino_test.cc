@@ -199,4 +199,13 @@ TEST_F(OpenVinoTest, WrongFeedIsAnErrorNotACrash) {
 }  // namespace
 }  // namespace onyx
 
+#else  // !ONYX_WITH_OPENVINO
+
+#include <gtest/gtest.h>
+
+TEST(OpenVinoTest, NotBuilt) {
+  GTEST_SKIP() << "the OpenVINO provider is not built: CMake found no openvino wheel (pip install openvino, then "
+                  "configure again)";
+}
+
 #endif  // ONYX_WITH_OPENVINO
