@@ -190,6 +190,20 @@ TEST_F(OpenVinoTest, ThreadsRunOneSessionAtOnce) {
   for (int f : failures) EXPECT_EQ(f, 0);
 }
 
+TEST_F(OpenVinoTest, SessionsAreCreatedFromSeveralThreadsAtOnce) {
+  std::vector<std::thread> threads;
+  std::vector<int> ok(3, 0);
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      auto session = InferenceSession::from_bytes(split_model(), {}, providers());
+      Feeds feeds{{"x", Value(floats({1, -2, 3, 0.5f}, {1, 4}))}};
+      ok[static_cast<size_t>(t)] = session->run({}, feeds)[0].tensor().size() == 4;
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int o : ok) EXPECT_EQ(o, 1);
+}
+
 TEST_F(OpenVinoTest, WrongFeedIsAnErrorNotACrash) {
   auto ov = InferenceSession::from_bytes(relu_model(), {}, providers());
   Feeds feeds{{"x", Value(floats({1, 2, 3}, {3}))}};

@@ -298,8 +298,13 @@ std::string serialize_for_openvino(const graph::Graph& graph) {
 }
 
 std::shared_ptr<ov::Model> convert_onnx(const std::string& bytes, bool partially) {
-  static ov::frontend::FrontEndManager* manager = new ov::frontend::FrontEndManager();  // never destroyed: plugins
-  ov::frontend::FrontEnd::Ptr frontend = manager->load_by_framework("onnx");
+  // One ONNX frontend for the process, loaded once (sessions may be created
+  // from several threads); never destroyed, as the models it made may
+  // outlive static destruction order.
+  static const ov::frontend::FrontEnd::Ptr& frontend = *[] {
+    static ov::frontend::FrontEndManager* manager = new ov::frontend::FrontEndManager();
+    return new ov::frontend::FrontEnd::Ptr(manager->load_by_framework("onnx"));
+  }();
   std::istringstream stream(bytes);
   std::istream* in = &stream;
   ov::frontend::InputModel::Ptr input = frontend->load(in);
