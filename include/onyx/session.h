@@ -129,6 +129,10 @@ class InferenceSession {
 
 // Names of the providers this build can use, most preferred first.
 std::vector<std::string> available_providers();
+// Registers the simulated test device's providers (TestDeviceExecutionProvider,
+// TestCompilerExecutionProvider), which check copies between memories; for
+// tests (`onyx conformance --providers`, pytest --providers).
+void register_testing_providers();
 const char* version();
 
 }  // namespace onyx

@@ -632,5 +632,6 @@ NB_MODULE(_onyx, m) {
       .def("profiling_start_time_ns", &InferenceSession::profiling_start_time_ns);
 
   m.def("available_providers", &available_providers);
+  m.def("_register_testing_providers", &register_testing_providers);
   m.def("version", []() { return std::string(version()); });
 }

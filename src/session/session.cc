@@ -15,6 +15,7 @@
 #include "model/writer.h"
 #include "providers/cpu/layout/layout_passes.h"
 #include "providers/execution_provider.h"
+#include "providers/testing/test_device.h"
 #include "session/executor.h"
 #include "session/memory_usage.h"
 #include "session/planner.h"
@@ -496,6 +497,8 @@ std::string InferenceSession::end_profiling() {
 }
 
 std::vector<std::string> available_providers() { return registered_providers(); }
+
+void register_testing_providers() { testing::register_test_device_providers(); }
 
 const char* version() { return ONYX_VERSION; }
 
