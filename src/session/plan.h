@@ -79,6 +79,8 @@ struct GraphPlan {
   std::vector<const ExecutionProvider*> input_providers;
   // Some step records an event (a value crosses streams).
   bool has_events = false;
+  // Per slot: a graph output (its buffer is handed to the caller).
+  std::vector<char> is_output;
 };
 
 }  // namespace onyx::session

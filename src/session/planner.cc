@@ -439,6 +439,9 @@ Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::
     return on_host(step.provider) && step.kind == PlanStep::Kind::kNode ? nullptr : step.provider;
   };
   for (PlanStep& step : plan->steps) step.stream = stream_of(step);
+  plan->is_output.assign(plan->slot_count, 0);
+  for (int32_t out : plan->output_slots) plan->is_output[static_cast<size_t>(out)] = 1;
+  for (int32_t out : graph.outputs) plan->is_output[static_cast<size_t>(out)] = 1;
   for (size_t s = 0; s < plan->steps.size(); ++s) {
     PlanStep& step = plan->steps[s];
     for (int32_t in : step.inputs) {

@@ -17,6 +17,7 @@
 #include "providers/execution_provider.h"
 #include "providers/testing/test_device.h"
 #include "session/executor.h"
+#include "session/memory_pattern.h"
 #include "session/memory_usage.h"
 #include "session/planner.h"
 #include "session/prepare.h"
@@ -29,6 +30,7 @@ struct InferenceSession::Impl {
   std::unique_ptr<graph::Graph> graph;
   std::vector<std::unique_ptr<ExecutionProvider>> providers;
   DataTransferRegistry transfers;
+  mutable session::MemoryPatterns patterns;
   std::unique_ptr<session::GraphPlan> plan;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<session::Profiler> profiler;  // created before the model is read
@@ -305,9 +307,26 @@ Status InferenceSession::Impl::run_to(const std::vector<std::string>& output_nam
   state.pool = pool.get();
   state.profiler = profiler.get();
   state.transfers = &transfers;
+  // Memory pattern: keyed by the feeds' types and shapes.
+  std::shared_ptr<Allocator> pattern;
+  std::string signature;
+  if (options.enable_mem_pattern && options.execution_mode == ExecutionMode::kSequential) {
+    for (const Value* v : bound) {
+      if (v == nullptr || !v->is_tensor()) {
+        signature += v == nullptr ? "-;" : "v;";
+        continue;
+      }
+      signature += std::to_string(static_cast<int>(v->tensor().dtype()));
+      signature += shape_to_string(v->tensor().shape());
+      signature += ';';
+    }
+    pattern = patterns.for_run(signature, providers.back()->allocator());
+    state.host_allocator = pattern.get();
+  }
   std::vector<Value> all;
   Status status = session::run_plan(*plan, nullptr, bound, state, all);
   if (status.is_ok()) status = state.streams.synchronize();
+  if (pattern) patterns.finish_run(signature, pattern, status.is_ok());
   // The feeds passed the checks above, so a kernel refusing its inputs is a
   // failure of the run (onnxruntime's FAIL), not a wrong argument of the caller.
   if (status.code() == StatusCode::kInvalidArgument) return runtime_error(status.message());
