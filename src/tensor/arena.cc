@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <exception>
 #include <limits>
+#include <new>
 #include <system_error>
+#include <type_traits>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define ONYX_ARENA_ASAN 1
@@ -109,21 +111,17 @@ ArenaAllocator::ArenaAllocator(Allocator* backing, ArenaConfig config)
                                  static_cast<int>(config_.arena_extend_strategy)));
   }
   due_region_bytes_ = chunk_bytes_for(config_.initial_chunk_size_bytes);
+  bins_.reserve(kBins);
+  for (int i = 0; i < kBins; ++i) bins_.emplace_back(BySizeThenAddress(), PoolAllocator<Chunk*>(&nodes_));
 }
 
 ArenaAllocator::~ArenaAllocator() {
   // Live chunks are the caller's leak; their memory goes back all the same.
   for (auto& region : regions_) {
-    for (Chunk* chunk = region->first; chunk != nullptr;) {
-      Chunk* next = chunk->next;
-      delete chunk;
-      chunk = next;
-    }
     unpoison(poison_, region->base, region->bytes);
     backing_->deallocate(region->raw, region->raw_bytes);
   }
   for (auto& [pointer, block] : bypassed_) backing_->deallocate(block.raw, block.raw_bytes);
-  for (Chunk* chunk : spare_chunks_) delete chunk;
 }
 
 void* ArenaAllocator::allocate(size_t bytes) {
@@ -374,13 +372,25 @@ void ArenaAllocator::erase_free(Chunk* chunk) {
 }
 
 ArenaAllocator::Chunk* ArenaAllocator::new_chunk() {
-  if (spare_chunks_.empty()) return new Chunk{};
-  Chunk* chunk = spare_chunks_.back();
-  spare_chunks_.pop_back();
-  return chunk;
+  static_assert(sizeof(Chunk) <= NodePool::kNodeBytes && std::is_trivially_destructible_v<Chunk>);
+  return new (nodes_.take()) Chunk{};
 }
 
-void ArenaAllocator::recycle(Chunk* chunk) { spare_chunks_.push_back(chunk); }
+void ArenaAllocator::recycle(Chunk* chunk) { nodes_.give(chunk); }  // Chunk is trivially destructible
+
+void* ArenaAllocator::NodePool::take() {
+  if (free_ == nullptr) {
+    // Slabs of 256 nodes: one heap call per 256 records, none once warm.
+    constexpr size_t kNodesPerSlab = 256;
+    slabs_.push_back(std::make_unique<std::byte[]>(kNodeBytes * kNodesPerSlab));
+    for (size_t i = kNodesPerSlab; i-- > 0;) give(slabs_.back().get() + i * kNodeBytes);
+  }
+  FreeNode* node = free_;
+  free_ = node->next;
+  return node;
+}
+
+void ArenaAllocator::NodePool::give(void* node) { free_ = new (node) FreeNode{free_}; }
 
 Result<ArenaConfig> parse_arena_config(const std::map<std::string, std::string>& entries) {
   static constexpr const char* kKeys =

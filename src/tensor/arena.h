@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -104,7 +105,51 @@ class ArenaAllocator final : public Allocator {
     bool operator()(const Chunk* a, const Key& b) const;
     bool operator()(const Key& a, const Chunk* b) const;
   };
-  using Bin = std::set<Chunk*, BySizeThenAddress>;
+
+  // Chunk records and the nodes of the bins and of in_use_ come and go with
+  // every allocation: recycled here (under mutex_), they cost no call to
+  // malloc once the arena is warm.
+  class NodePool {
+   public:
+    static constexpr size_t kNodeBytes = 64;  // fits a Chunk, a tree node and a hash node
+    NodePool() = default;
+    NodePool(const NodePool&) = delete;
+    NodePool& operator=(const NodePool&) = delete;
+    void* take();
+    void give(void* node);
+
+   private:
+    struct FreeNode {
+      FreeNode* next;
+    };
+    FreeNode* free_ = nullptr;
+    std::vector<std::unique_ptr<std::byte[]>> slabs_;
+  };
+  // Single nodes from a NodePool; anything else (hash buckets) from the heap.
+  template <typename T>
+  struct PoolAllocator {
+    using value_type = T;
+    static constexpr bool kPooled = sizeof(T) <= NodePool::kNodeBytes && alignof(T) <= alignof(std::max_align_t);
+    explicit PoolAllocator(NodePool* nodes) : pool(nodes) {}
+    template <typename U>
+    PoolAllocator(const PoolAllocator<U>& other) : pool(other.pool) {}  // NOLINT: rebinding is implicit
+    T* allocate(size_t n) {
+      return kPooled && n == 1 ? static_cast<T*>(pool->take()) : std::allocator<T>().allocate(n);
+    }
+    void deallocate(T* p, size_t n) {
+      if (kPooled && n == 1) {
+        pool->give(p);
+      } else {
+        std::allocator<T>().deallocate(p, n);
+      }
+    }
+    template <typename U>
+    bool operator==(const PoolAllocator<U>& other) const {
+      return pool == other.pool;
+    }
+    NodePool* pool;
+  };
+  using Bin = std::set<Chunk*, BySizeThenAddress, PoolAllocator<Chunk*>>;
   static constexpr int kBins = 64;  // bin i: sizes in [64 << i, 128 << i)
 
   // Memory from the backing allocator: `bytes` asked for, `bytes` usable from
@@ -142,17 +187,20 @@ class ArenaAllocator final : public Allocator {
 
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Region>> regions_;
-  Bin bins_[kBins];
+  NodePool nodes_;              // outlives the containers below
+  std::vector<Bin> bins_;       // kBins of them
   uint64_t nonempty_bins_ = 0;  // bit i: bins_[i] has a chunk
-  std::unordered_map<const void*, Chunk*> in_use_;
+  std::unordered_map<const void*, Chunk*, std::hash<const void*>, std::equal_to<const void*>,
+                     PoolAllocator<std::pair<const void* const, Chunk*>>>
+      in_use_{0, std::hash<const void*>(), std::equal_to<const void*>(),
+              PoolAllocator<std::pair<const void* const, Chunk*>>(&nodes_)};
   struct Bypassed {
     void* raw;
     size_t raw_bytes;
     size_t bytes;
   };
   std::unordered_map<const void*, Bypassed> bypassed_;
-  size_t bypassed_raw_bytes_ = 0;     // what bypassed blocks hold of the backing allocator
-  std::vector<Chunk*> spare_chunks_;  // bookkeeping records kept for reuse
+  size_t bypassed_raw_bytes_ = 0;  // what bypassed blocks hold of the backing allocator
   size_t regions_created_ = 0;
   size_t due_region_bytes_ = 0;  // kNextPowerOfTwo: the next region's size before any doubling
   ArenaStats stats_;
