@@ -159,10 +159,12 @@ void ArenaAllocator::deallocate(void* pointer, size_t bytes) {
     bypassed_.erase(it);
     stats_.in_use_bytes -= block.bytes;
     stats_.bypassed_in_use_bytes -= block.bytes;
-    bypassed_raw_bytes_ -= block.raw_bytes;
   }
-  // Unmapping a large block takes a while: others need not wait for it.
+  // Unmapping a large block takes a while: others need not wait for it. It
+  // counts against max_mem until it is gone.
   backing_->deallocate(block.raw, block.raw_bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  bypassed_raw_bytes_ -= block.raw_bytes;
 }
 
 void ArenaAllocator::shrink() {
@@ -236,7 +238,8 @@ ArenaAllocator::RawBlock ArenaAllocator::obtain(size_t bytes, size_t need) {
     shrink_locked();
     if (need > available_bytes()) throw_over_limit(need);
   }
-  bytes = std::max(need, std::min(bytes, available_bytes()));
+  // Under the limit a region may come out smaller than due, never unaligned.
+  bytes = std::max(need, std::min(bytes, available_bytes()) / kAlignment * kAlignment);
   RawBlock block{};
   try {
     block = backing_allocate(bytes, need);
