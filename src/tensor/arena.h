@@ -152,8 +152,8 @@ class ArenaAllocator final : public Allocator {
   using Bin = std::set<Chunk*, BySizeThenAddress, PoolAllocator<Chunk*>>;
   static constexpr int kBins = 64;  // bin i: sizes in [64 << i, 128 << i)
 
-  // Memory from the backing allocator: `bytes` asked for, `bytes` usable from
-  // a 64-byte aligned base (raw and raw_bytes are what to hand back).
+  // Memory from the backing allocator: raw and raw_bytes as it gave them (what
+  // to hand back), and `bytes` usable from the 64-byte aligned `base`.
   struct RawBlock {
     void* raw;
     size_t raw_bytes;
