@@ -519,6 +519,16 @@ std::vector<std::string> available_providers() { return registered_providers(); 
 
 void register_testing_providers() { testing::register_test_device_providers(); }
 
+std::map<std::string, int64_t> testing_device_counters() {
+  const testing::TestDeviceCounters& c = testing::test_device_counters();
+  return {{"host_to_device", c.host_to_device},   {"device_to_host", c.device_to_host},
+          {"kernels_run", c.kernels_run},         {"events_recorded", c.events_recorded},
+          {"event_waits", c.event_waits},         {"streams_created", c.streams_created},
+          {"groups_compiled", c.groups_compiled}, {"fused_runs", c.fused_runs}};
+}
+
+void reset_testing_device_counters() { testing::test_device_counters().reset(); }
+
 const char* version() { return ONYX_VERSION; }
 
 }  // namespace onyx

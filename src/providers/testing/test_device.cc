@@ -488,12 +488,18 @@ TestDeviceCounters& test_device_counters() {
 }
 
 void register_test_device_providers() {
-  register_provider(kTestDeviceProvider, [](const ProviderOptions&) -> Result<std::unique_ptr<ExecutionProvider>> {
-    return std::unique_ptr<ExecutionProvider>(new TestDeviceProvider());
-  });
-  register_provider(kTestCompilerProvider, [](const ProviderOptions&) -> Result<std::unique_ptr<ExecutionProvider>> {
-    return std::unique_ptr<ExecutionProvider>(new TestCompilerProvider());
-  });
+  register_provider(
+      kTestDeviceProvider,
+      [](const ProviderOptions&) -> Result<std::unique_ptr<ExecutionProvider>> {
+        return std::unique_ptr<ExecutionProvider>(new TestDeviceProvider());
+      },
+      DeviceType::kTest);
+  register_provider(
+      kTestCompilerProvider,
+      [](const ProviderOptions&) -> Result<std::unique_ptr<ExecutionProvider>> {
+        return std::unique_ptr<ExecutionProvider>(new TestCompilerProvider());
+      },
+      DeviceType::kTest);
 }
 
 Tensor to_test_device(const Tensor& host) {
