@@ -55,7 +55,7 @@ Result<std::unique_ptr<ExecutionProvider>> create_provider(const std::string& na
       return runtime_error("the CPU kernel registry refused ", registry.refused().size(),
                            " definition(s); first: ", registry.refused().front());
     }
-    return make_cpu_provider();
+    return make_cpu_provider(options);
   }
   ProviderFactory factory;
   {

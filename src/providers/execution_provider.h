@@ -103,9 +103,12 @@ std::vector<std::string> registered_providers();
 // were registered (never the CPU provider: host memory needs none).
 std::vector<std::string> providers_for_device(DeviceType device);
 
-// The CPU provider. With `use_arena` its allocator is an arena of its own
-// (SessionOptions::enable_cpu_mem_arena).
+// The CPU provider over the process's host allocator.
 std::unique_ptr<ExecutionProvider> make_cpu_provider();
+// The CPU provider a session makes: with SessionOptions::enable_cpu_mem_arena
+// its allocator is an arena of its own, configured by onnxruntime's arena
+// keys in the provider options (max_mem, arena_extend_strategy, ...).
+Result<std::unique_ptr<ExecutionProvider>> make_cpu_provider(const ProviderOptions& options);
 constexpr const char* kCpuProviderName = "CPUExecutionProvider";
 
 }  // namespace onyx

@@ -108,7 +108,8 @@ class NodeContext final : public KernelContext {
       const Placement& placement = frame_.plan->placements[p.placement];
       Tensor& buffer = frame_.placements[p.placement];
       if (!buffer.defined()) {
-        Result<Tensor> t = Tensor::create(placement.dtype, placement.shape, allocator());
+        Result<Tensor> t = Tensor::create(placement.dtype, placement.shape,
+                                          placement.is_output ? step_.provider->allocator() : allocator());
         if (!t.is_ok()) throw Error(t.status());
         buffer = std::move(t).value();
       }

@@ -65,7 +65,7 @@ std::shared_ptr<const MemoryPattern> MemoryRecorder::pattern() const {
 }
 
 PatternAllocator::PatternAllocator(Allocator* base, std::shared_ptr<const MemoryPattern> pattern)
-    : base_(base), pattern_(std::move(pattern)) {
+    : base_(base), hold_(base->weak_from_this().lock()), pattern_(std::move(pattern)) {
   if (pattern_->block_bytes > 0) block_ = static_cast<char*>(base_->allocate(pattern_->block_bytes));
 }
 

@@ -32,7 +32,7 @@ struct MemoryPattern {
 // records what it hands out.
 class MemoryRecorder final : public Allocator {
  public:
-  explicit MemoryRecorder(Allocator* base) : base_(base) {}
+  explicit MemoryRecorder(Allocator* base) : base_(base), hold_(base->weak_from_this().lock()) {}
   void* allocate(size_t bytes) override;
   void deallocate(void* pointer, size_t bytes) override;
   Device device() const override { return base_->device(); }
@@ -47,6 +47,7 @@ class MemoryRecorder final : public Allocator {
     size_t end;
   };
   Allocator* base_;
+  std::shared_ptr<Allocator> hold_;  // keeps a shared base (a session's arena) alive
   mutable std::mutex mutex_;
   std::vector<Request> requests_;
   std::map<void*, size_t> live_;  // pointer -> request index
@@ -67,6 +68,7 @@ class PatternAllocator final : public Allocator {
 
  private:
   Allocator* base_;
+  std::shared_ptr<Allocator> hold_;  // keeps a shared base (a session's arena) alive
   std::shared_ptr<const MemoryPattern> pattern_;
   char* block_ = nullptr;
   std::mutex mutex_;

@@ -31,6 +31,7 @@ struct PlacedOutput {
 struct Placement {
   DataType dtype = DataType::kUndefined;
   Shape shape;
+  bool is_output = false;  // the Concat's output is a graph output: the caller gets the buffer
 };
 
 struct PlanStep {

@@ -223,7 +223,9 @@ void place_concat_inputs(const graph::Graph& graph, GraphPlan& plan) {
     const size_t total = static_cast<size_t>(shape_size(*out_shape)) * dtype_size(dtype);
     if (!consistent || offset != total || placed.empty()) continue;
     const auto id = static_cast<int32_t>(plan.placements.size());
-    plan.placements.push_back({dtype, *out_shape});
+    const bool is_output =
+        std::find(graph.outputs.begin(), graph.outputs.end(), node.outputs[0]) != graph.outputs.end();
+    plan.placements.push_back({dtype, *out_shape, is_output});
     concat.concat_placement = id;
     for (auto& [step, out] : placed) {
       out.placement = static_cast<size_t>(id);

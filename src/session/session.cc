@@ -141,6 +141,8 @@ Status InferenceSession::Impl::init(const std::vector<std::string>& provider_nam
   if (!has_cpu) {
     ProviderOptions cpu_options;
     cpu_options.session = &options;
+    auto given = options.provider_options.find(kCpuProviderName);
+    if (given != options.provider_options.end()) cpu_options.values = given->second;
     ONYX_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionProvider> cpu, create_provider(kCpuProviderName, cpu_options));
     providers.push_back(std::move(cpu));
   }

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 
 #include "model_builder.h"
 #include "onyx/session.h"
+#include "providers/execution_provider.h"
 #include "session/memory_pattern.h"
 
 namespace onyx {
@@ -110,6 +112,90 @@ TEST(MemoryPattern, SessionsGiveTheSameOutputsWithAndWithoutIt) {
     for (int64_t i = 0; i < want[0].tensor().size(); ++i) {
       EXPECT_EQ(got[0].tensor().data<float>()[i], want[0].tensor().data<float>()[i]) << "run " << run;
     }
+  }
+}
+
+}  // namespace
+}  // namespace onyx
+
+namespace onyx {
+namespace {
+
+std::string small_chain() {
+  testing::ModelBuilder b(17);
+  b.input("x", {-1, 64}).output("y");
+  b.node("Relu", {"x"}, {"r"}).node("Neg", {"r"}, {"n"}).node("Sigmoid", {"n"}, {"y"});
+  return b.bytes();
+}
+
+// enable_cpu_mem_arena: the CPU provider allocates from a session arena,
+// configured by onnxruntime's arena keys as CPU provider options.
+TEST(CpuArena, ConfiguredByProviderOptionsAndOutlivedByOutputs) {
+  SessionOptions limited;
+  limited.provider_options[kCpuProviderName] = {{"max_mem", "4096"}, {"arena_extend_strategy", "1"}};
+  auto session = InferenceSession::from_bytes(small_chain(), limited);
+  Feeds small{{"x", Value(Tensor::from_vector<float>(std::vector<float>(128, 0.0f), {2, 64}))}};
+  std::vector<Value> out = session->run({}, small);
+  // A run needing more than max_mem fails with the limit named, and the
+  // session still runs within it afterwards.
+  Feeds large{{"x", Value(Tensor(DataType::kFloat, {64, 64}))}};
+  try {
+    session->run({}, large);
+    FAIL() << "expected the arena's limit";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("4096"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(session->run({}, small));
+  // Outputs keep the arena alive past the session.
+  session.reset();
+  EXPECT_FLOAT_EQ(out[0].tensor().data<float>()[0], 0.5f);
+
+  SessionOptions bad;
+  bad.provider_options[kCpuProviderName] = {{"arena_extend_strategy", "sideways"}};
+  try {
+    InferenceSession::from_bytes(small_chain(), bad);
+    FAIL() << "expected a bad option to be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("arena_extend_strategy"), std::string::npos) << e.what();
+  }
+  // Without the arena the options are not read.
+  bad.enable_cpu_mem_arena = false;
+  EXPECT_NO_THROW(InferenceSession::from_bytes(small_chain(), bad));
+}
+
+}  // namespace
+}  // namespace onyx
+
+namespace onyx {
+namespace {
+
+// A Concat graph output whose inputs are written in place, replayed from a
+// pattern over the session's arena: the outputs outlive the session.
+TEST(MemoryPattern, ConcatOutputsOutliveTheSession) {
+  testing::ModelBuilder b(17);
+  b.input("x", {1, 4, 5, 5}).output("y");
+  b.node("Relu", {"x"}, {"a"}).node("Neg", {"x"}, {"n"}).node("Sigmoid", {"n"}, {"s"});
+  b.node("Concat", {"a", "s"}, {"y"});
+  b.proto().graph->node.back().attribute.push_back([] {
+    model::AttributeProto axis;
+    axis.name = "axis";
+    axis.type = model::AttributeProto::INT;
+    axis.i = 1;
+    return axis;
+  }());
+  auto session = InferenceSession::from_bytes(b.bytes());
+  Tensor x(DataType::kFloat, {1, 4, 5, 5});
+  for (int64_t i = 0; i < x.size(); ++i) x.data<float>()[i] = static_cast<float>(i % 9) - 4.0f;
+  std::vector<std::vector<Value>> kept;
+  for (int run = 0; run < 4; ++run) kept.push_back(session->run({}, {{"x", Value(x)}}));
+  session.reset();
+  for (const auto& out : kept) {
+    const Tensor& y = out[0].tensor();
+    ASSERT_EQ(y.shape(), (Shape{1, 8, 5, 5}));
+    EXPECT_EQ(y.data<float>()[0], 0.0f);                                        // relu(-4)
+    EXPECT_EQ(y.data<float>()[4], 0.0f);                                        // relu(0)
+    EXPECT_EQ(y.data<float>()[5], 1.0f);                                        // relu(1)
+    EXPECT_NEAR(y.data<float>()[100], 1.0f / (1.0f + std::exp(-4.0f)), 1e-6f);  // sigmoid(-(-4))
   }
 }
 
