@@ -26,6 +26,10 @@ scripts/sanitize.sh
 echo "== Python tests"
 PYTHONPATH="$root/$build/python" python3 -m pytest -q tests/python
 
+echo "== Python tests through the simulated device (every session that names no providers)"
+PYTHONPATH="$root/$build/python" python3 -m pytest -q tests/python \
+  --providers TestCompilerExecutionProvider,TestDeviceExecutionProvider,CPUExecutionProvider
+
 echo "== docs/operators.md matches the kernel registry"
 # The table part (everything before "## Conformance") is the command's output.
 "$build/onyx" operators | diff -u <(sed '/^## Conformance/,$d' docs/operators.md) - || {
@@ -38,6 +42,10 @@ data=${ONYX_BACKEND_DATA:-$root/../shared/onnx-backend-data}
 if [ -d "$data/node" ]; then
   "$build/onyx" conformance "$data" --expected tests/conformance/expected_failures.txt \
     --report "$build/conformance_report.txt" --jobs "$jobs"
+  echo "== ONNX backend conformance through the simulated device (copies, events, fused groups)"
+  "$build/onyx" conformance "$data" --expected tests/conformance/expected_failures.txt \
+    --providers TestCompilerExecutionProvider,TestDeviceExecutionProvider,CPUExecutionProvider \
+    --report "$build/conformance_report_test_device.txt" --jobs "$jobs"
 else
   echo "conformance: $data is absent; running the onnx package's own cases as a report only (no gate)"
   "$build/onyx" conformance --report "$build/conformance_report.txt" --jobs "$jobs" || true

@@ -21,8 +21,9 @@
 
 #include "cli.h"
 #include "model/reader.h"
-#include "ort_conformance_script.h"
 #include "model/tensor_proto.h"
+#include "ort_conformance_script.h"
+#include "providers/testing/test_device.h"
 
 namespace onyx::cli {
 namespace {
@@ -36,8 +37,8 @@ struct Options {
   int jobs = 2;
   bool verbose = false;
   std::string compare_with;  // "onnxruntime": run the same cases through it too
-  std::vector<std::string> providers;  // in order; empty: the CPU provider alone
   bool function_bodies = false;  // run ops the ONNX spec defines as functions through their bodies
+  std::vector<std::string> providers;  // execution providers in order (empty: the CPU alone)
   double rtol = 1e-3;
   double atol = 1e-7;
 };
@@ -485,15 +486,16 @@ int conformance_command(const std::vector<std::string>& args) {
       std::printf(
           "usage: onyx conformance [DIR] [--filter TEXT]... [--expected FILE] [--report FILE]\n"
           "                        [--timeout SECONDS] [--jobs N] [--compare onnxruntime]\n"
-          "                        [--function-bodies] [--providers A,B,...] [-v]\n"
+          "                        [--function-bodies] [--providers NAME,NAME...] [-v]\n"
           "DIR defaults to $ONYX_BACKEND_DATA, ../shared/onnx-backend-data, or the onnx package's data.\n"
           "With --expected, exits 1 on a failure not in FILE or on a listed case that now passes.\n"
           "With --compare onnxruntime, also runs every case through onnxruntime (pip) with the same\n"
           "inputs and tolerances, one process per case, and prints both counts per folder.\n"
           "With --function-bodies, ops that the ONNX spec defines as functions run through their\n"
           "function bodies instead of their kernels.\n"
-          "With --providers, sessions use these execution providers in order (the CPU provider\n"
-          "is the fallback), e.g. --providers OpenVINOExecutionProvider,CPUExecutionProvider.\n");
+          "With --providers, sessions use those execution providers in order (the CPU is the\n"
+          "fallback); TestDeviceExecutionProvider and TestCompilerExecutionProvider are the simulated\n"
+          "device that checks copies between memories.\n");
       return kExitOk;
     } else if (a == "--filter") {
       if (!need()) return kExitUsage;
@@ -521,9 +523,15 @@ int conformance_command(const std::vector<std::string>& args) {
       if (!need()) return kExitUsage;
       std::string list = args[++i];
       for (size_t start = 0; start <= list.size();) {
-        const size_t comma = std::min(list.find(',', start), list.size());
-        if (comma > start) opt.providers.push_back(list.substr(start, comma - start));
-        start = comma + 1;
+        const size_t end = std::min(list.find(',', start), list.size());
+        if (end > start) opt.providers.push_back(list.substr(start, end - start));
+        start = end + 1;
+      }
+      for (const std::string& name : opt.providers) {
+        // The simulated device is in every build, registered on request.
+        if (name == testing::kTestDeviceProvider || name == testing::kTestCompilerProvider) {
+          testing::register_test_device_providers();
+        }
       }
     } else if (a == "--function-bodies") {
       opt.function_bodies = true;

@@ -129,6 +129,15 @@ class InferenceSession {
 
 // Names of the providers this build can use, most preferred first.
 std::vector<std::string> available_providers();
+// Registers the simulated test device's providers (TestDeviceExecutionProvider,
+// TestCompilerExecutionProvider), which check copies between memories; for
+// tests (`onyx conformance --providers`, pytest --providers).
+void register_testing_providers();
+// What the simulated test device has done since the last reset, by counter
+// name (host_to_device, device_to_host, kernels_run, ...): tests check that
+// data stayed on the device.
+std::map<std::string, int64_t> testing_device_counters();
+void reset_testing_device_counters();
 const char* version();
 
 }  // namespace onyx

@@ -17,7 +17,7 @@ reinterprets the integers as the type the model declares).
 
 from . import _onyx, capi
 from .io_binding import IOBinding
-from .ortvalue import OrtValue
+from .ortvalue import OrtDevice, OrtValue
 from .session import (
     EngineError,
     EPFail,
@@ -77,6 +77,7 @@ __all__ = [
     "NodeArg",
     "NotImplemented",
     "OnyxError",
+    "OrtDevice",
     "OrtValue",
     "RunOptions",
     "RuntimeException",

@@ -1,10 +1,14 @@
 """IOBinding: inputs and outputs bound to memory before a run
-(onnxruntime's IOBinding), for CPU memory.
+(onnxruntime's IOBinding), over the core's IoBinding.
 
-Bound numpy inputs are not copied (the session borrows C-contiguous arrays).
-An output bound to memory of its own (an OrtValue or a buffer pointer)
-receives the result there; any other bound output is allocated by the run and
-returned by ``get_outputs``.
+Inputs are bound where they are: numpy arrays without a copy (C-contiguous
+ones are borrowed), device OrtValues and device pointers in their device's
+memory, which the session reads there when its provider for that device runs
+their readers (else it copies them where they are read). An output bound to
+memory of its own (an OrtValue or a buffer pointer) receives the result
+there; any other bound output is allocated by the run on the device it is
+bound to ("cpu" by default) and returned by ``get_outputs``, in that
+device's memory.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import numpy as np
 
 from . import _onyx
 from ._types import onnx_type_of
-from .ortvalue import OrtValue, check_cpu_device
+from .ortvalue import OrtValue, _on_device, resolve_device
 
 if TYPE_CHECKING:
     from .session import InferenceSession
@@ -28,9 +32,25 @@ class IOBinding:
     def __init__(self, session: InferenceSession) -> None:
         self._session = session
         self._inputs: dict[str, OrtValue] = {}
-        # Output name -> the OrtValue to write into, or None to allocate per run.
-        self._outputs: dict[str, OrtValue | None] = {}
+        # Output name -> the OrtValue to write into, or the (device type, id)
+        # where each run allocates it.
+        self._outputs: dict[str, OrtValue | tuple[int, int]] = {}
         self._results: list[OrtValue] = []
+
+    def _core_binding(self, extra_inputs: list) -> Any:
+        """The core's IoBinding of what is bound now, plus `extra_inputs`
+        (name, Value) pairs; in the order outputs were bound."""
+        binding = _onyx.IoBinding()
+        for name, value in self._inputs.items():
+            binding.bind_input(name, value._value)
+        for name, value in extra_inputs:
+            binding.bind_input(name, value)
+        for name, target in self._outputs.items():
+            if isinstance(target, OrtValue):
+                binding.bind_output_to(name, target._value)
+            else:
+                binding.bind_output(name, *target)
+        return binding
 
     # ---- inputs ------------------------------------------------------------------
 
@@ -56,14 +76,14 @@ class IOBinding:
         shape: Sequence[int],
         buffer_ptr: int,
     ) -> None:
-        """Binds memory at an address the caller owns and keeps alive and
-        unchanged until the runs that read it are done."""
+        """Binds memory of a device at an address the caller owns and keeps
+        alive and unchanged until the runs that read it are done."""
         self._check_input_name(name)
-        check_cpu_device(device_type, device_id)
-        value = _onyx.Value.from_pointer(int(buffer_ptr), onnx_type_of(element_type), [int(d) for d in shape])
-        self._inputs[name] = OrtValue(value)
+        device = resolve_device(device_type, device_id)
+        self._inputs[name] = OrtValue(_pointer_value(buffer_ptr, element_type, shape, device, device_type))
 
     def bind_ortvalue_input(self, name: str, ortvalue: OrtValue) -> None:
+        """Binds an OrtValue where it is (host or device memory)."""
         self._check_input_name(name)
         if not isinstance(ortvalue, OrtValue):
             raise TypeError(f"bind_ortvalue_input('{name}') takes an OrtValue, got {type(ortvalue).__name__}")
@@ -84,20 +104,21 @@ class IOBinding:
         shape: Sequence[int] | None = None,
         buffer_ptr: int | None = None,
     ) -> None:
-        """Without ``buffer_ptr`` each run allocates the output; with it (and
-        ``element_type`` and ``shape``) the result is written to that memory."""
+        """Without ``buffer_ptr`` each run allocates the output in the
+        device's memory, where it stays; with it (and ``element_type`` and
+        ``shape``) the result is written to that memory of the device."""
         self._check_output_name(name)
-        check_cpu_device(device_type, device_id)
+        device = resolve_device(device_type, device_id)
         if buffer_ptr is None:
-            self._outputs[name] = None
+            self._outputs[name] = device
             return
         if element_type is None or shape is None:
             raise ValueError("`element_type` and `shape` are to be provided if pre-allocated memory is provided")
-        value = _onyx.Value.from_pointer(int(buffer_ptr), onnx_type_of(element_type), [int(d) for d in shape])
-        self._outputs[name] = OrtValue(value)
+        self._outputs[name] = OrtValue(_pointer_value(buffer_ptr, element_type, shape, device, device_type))
 
     def bind_ortvalue_output(self, name: str, ortvalue: OrtValue) -> None:
-        """The result is written into this OrtValue's memory (same type and shape)."""
+        """The result is written into this OrtValue's memory (same type and
+        shape), on whichever device it is."""
         self._check_output_name(name)
         if not isinstance(ortvalue, OrtValue):
             raise TypeError(f"bind_ortvalue_output('{name}') takes an OrtValue, got {type(ortvalue).__name__}")
@@ -109,18 +130,21 @@ class IOBinding:
     # ---- results -------------------------------------------------------------------
 
     def get_outputs(self) -> list[OrtValue]:
-        """The outputs of the last run, in the order they were bound."""
+        """The outputs of the last run, in the order they were bound, in the
+        memory they were bound to."""
         return list(self._results)
 
     def get_outputs_as_ortvaluevector(self) -> list[OrtValue]:
         return self.get_outputs()
 
     def copy_outputs_to_cpu(self) -> list[Any]:
-        """The outputs of the last run as numpy arrays of their own."""
+        """The outputs of the last run as numpy arrays of their own (device
+        outputs are copied to the host once)."""
         copies = []
         for value in self._results:
             data = value.numpy()
-            copies.append(data.copy() if isinstance(data, np.ndarray) else data)
+            on_host = value.device_name() == "cpu"
+            copies.append(data.copy() if on_host and isinstance(data, np.ndarray) else data)
         return copies
 
     def clear_binding_inputs(self) -> None:
@@ -131,7 +155,16 @@ class IOBinding:
         self._results = []
 
     def synchronize_inputs(self) -> None:
-        """Nothing to wait for: CPU memory is ready when bound."""
+        """Nothing to wait for: a bound value's copies are complete when it is made."""
 
     def synchronize_outputs(self) -> None:
-        """Nothing to wait for: CPU outputs are complete when the run returns."""
+        """Nothing to wait for: a run waits for its devices' work before it returns."""
+
+
+def _pointer_value(buffer_ptr: Any, element_type: Any, shape: Sequence[int], device: tuple[int, int], name: str):
+    """A core value over memory at `buffer_ptr` on `device`, which the caller owns."""
+    if isinstance(buffer_ptr, bool) or not isinstance(buffer_ptr, (int, np.integer)):
+        raise TypeError(f"buffer_ptr must be an int address, got {type(buffer_ptr).__name__}")
+    dims = [int(d) for d in shape]
+    elem_type = onnx_type_of(element_type)
+    return _on_device(lambda: _onyx.Value.from_pointer(int(buffer_ptr), elem_type, dims, *device), name, device[1])

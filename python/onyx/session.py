@@ -347,8 +347,11 @@ class InferenceSession:
             else:
                 chosen[name] = o
         # Each provider's own options reach it through the core's options
-        # (an unknown key or a bad value is the provider's error).
-        options.provider_options = {name: o for name, o in chosen.items() if o}
+        # (an unknown key or a bad value is the provider's error). Not the
+        # CPU's: onnxruntime's Python API accepts and ignores what it is given
+        # (e.g. arena_extend_strategy="kSameAsRequested"), which the core's
+        # arena keys would refuse.
+        options.provider_options = {name: o for name, o in chosen.items() if o and name != _CPU}
         if self._model_path is None:
             sess = _onyx.InferenceSession.from_bytes(self._model_bytes, options, list(chosen))
         else:
@@ -490,40 +493,30 @@ class InferenceSession:
         threading.Thread(target=work, name="onyx-run-async").start()
 
     def io_binding(self) -> IOBinding:
-        """An IOBinding for this session (CPU memory)."""
+        """An IOBinding for this session (host or device memory)."""
         return IOBinding(self)
 
     def run_with_iobinding(self, iobinding: IOBinding, run_options: RunOptions | None = None) -> None:
-        """Runs with the binding's inputs; its outputs are then in
-        ``iobinding.get_outputs()`` (and in the memory bound to them, if any).
-        Failures raise RuntimeError, as onnxruntime's do."""
+        """Runs with the binding's inputs where they are; its outputs are then
+        in ``iobinding.get_outputs()``, in the memory bound to them (a
+        device's stays there). Failures raise RuntimeError, as onnxruntime's do."""
         if not isinstance(iobinding, IOBinding):
             raise TypeError(f"run_with_iobinding takes an IOBinding, got {type(iobinding).__name__}")
         if iobinding._session is not self:
             raise RuntimeError("this IOBinding was made by another session (use session.io_binding())")
-        names = list(iobinding._outputs)
-        if not names:
+        targets = list(iobinding._outputs.values())
+        if not targets:
             raise RuntimeError("the run has no outputs: bind at least one with IOBinding.bind_output")
-        feeds = [(name, value._value) for name, value in iobinding._inputs.items()]
-        feeds += self._omitted_optional_inputs(iobinding._inputs)
+        binding = iobinding._core_binding(self._omitted_optional_inputs(iobinding._inputs))
+        options = self._run_options(run_options)
         try:
-            values = self._execute(names, feeds, run_options, as_values=True)
+            values = self._timed(options, lambda: self._sess.run_with_binding(binding, options._options))
         except OnyxError as error:
             raise RuntimeError(f"the run failed: {error}") from error
-        results = []
-        for name, value in zip(names, values):
-            target = iobinding._outputs[name]
-            if target is None:
-                results.append(OrtValue(value))
-                continue
-            if not value.is_tensor or value.elem_type != target.element_type() or list(value.shape) != target.shape():
-                raise RuntimeError(
-                    f"output '{name}' is {value.type} of shape {list(value.shape)}, but the memory bound to it "
-                    f"holds {target.data_type()} of shape {target.shape()}"
-                )
-            target._value.copy_from(value)
-            results.append(target)
-        iobinding._results = results
+        # An output bound to an OrtValue was written into it: the caller's object is the result.
+        iobinding._results = [
+            target if isinstance(target, OrtValue) else OrtValue(value) for target, value in zip(targets, values)
+        ]
 
     # ---- helpers ------------------------------------------------------------------
 
@@ -561,21 +554,29 @@ class InferenceSession:
             feeds.append((name, _to_value(arg._value_type, value, arg.name)))
         return feeds + self._omitted_optional_inputs(input_feed)
 
-    def _execute(self, names: list[str], feeds: list, run_options: RunOptions | None, as_values: bool) -> list:
+    def _run_options(self, run_options: RunOptions | None) -> RunOptions:
         if run_options is None:
-            run_options = self._default_run_options
-        elif not isinstance(run_options, RunOptions):
+            return self._default_run_options
+        if not isinstance(run_options, RunOptions):
             raise TypeError(f"run_options must be a RunOptions, got {type(run_options).__name__}")
+        return run_options
+
+    def _timed(self, run_options: RunOptions, run: Callable[[], Any]) -> Any:
+        """Calls `run`; at verbose severity, logs how long it took."""
         severity = run_options.log_severity_level
         if severity < 0:
             severity = self._sess_options.log_severity_level
         start = time.perf_counter()
-        run = self._sess.run_values if as_values else self._sess.run
-        outputs = run(names, feeds, run_options._options)
+        outputs = run()
         if severity <= 0:
             tag = f" '{run_options.run_tag}'" if run_options.run_tag else ""
             print(f"onyx verbose: run{tag} took {(time.perf_counter() - start) * 1e3:.3f} ms", file=sys.stderr)
         return outputs
+
+    def _execute(self, names: list[str], feeds: list, run_options: RunOptions | None, as_values: bool) -> list:
+        options = self._run_options(run_options)
+        run = self._sess.run_values if as_values else self._sess.run
+        return self._timed(options, lambda: run(names, feeds, options._options))
 
 
 # ---- Python values -> onyx values ----------------------------------------------------

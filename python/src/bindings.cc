@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "onyx/device.h"
 #include "onyx/options.h"
 #include "onyx/session.h"
 #include "onyx/status.h"
@@ -57,6 +58,29 @@ PyObject* error_class_for(const Error& error) {
 }
 
 [[noreturn]] void throw_status(const Status& status) { throw Error(status); }
+
+// ---- devices -----------------------------------------------------------------
+
+constexpr DeviceType kDeviceTypes[] = {DeviceType::kCpu, DeviceType::kCuda, DeviceType::kVulkan, DeviceType::kOpenVino,
+                                       DeviceType::kTest};
+
+// A device from the numbers the Python layer passes (onyx's DeviceType and
+// an id); refuses numbers that name no device.
+Device device_from_python(int type, int id) {
+  bool known = false;
+  for (DeviceType t : kDeviceTypes) known = known || static_cast<int>(t) == type;
+  if (!known) throw_status(invalid_argument("unknown device type number ", type));
+  if (id < 0) throw_status(invalid_argument("device id ", id, " is negative"));
+  return Device{static_cast<DeviceType>(type), static_cast<int32_t>(id)};
+}
+
+// Device memory holds numbers only: a std::string cannot live where host
+// code cannot construct it.
+void check_device_can_hold(DataType dtype, const Device& device) {
+  if (dtype == DataType::kString && !device.host_readable()) {
+    throw_status(invalid_argument("string tensors live in host memory only, not on ", device_type_name(device.type)));
+  }
+}
 
 // ---- numpy <-> Tensor ------------------------------------------------------
 
@@ -257,10 +281,9 @@ nb::object numpy_module() {
 
 // A tensor as a numpy array. Numbers are not copied: the array's base is a
 // capsule holding a Tensor copy, which keeps the buffer alive.
-nb::object tensor_to_numpy(const Tensor& tensor) {
-  if (!tensor.device().is_cpu()) {
-    throw_status(not_implemented("output tensor ", tensor.describe(), " is not on the CPU"));
-  }
+nb::object tensor_to_numpy(const Tensor& device_tensor) {
+  // Device memory is copied to the host first; the array owns that copy.
+  const Tensor tensor = device_tensor.device().host_readable() ? device_tensor : copy_tensor(device_tensor, Device{});
   const Shape& shape = tensor.shape();
   if (tensor.dtype() == DataType::kString) {
     const int64_t n = tensor.size();
@@ -334,36 +357,54 @@ nb::list shape_to_python(const ValueMetadata& meta) {
   return shape;
 }
 
+// The caller owns the feed arrays and may change them after the run; an
+// output that aliases one (Identity of an input) is copied, in its memory.
+void copy_outputs_aliasing_feeds(std::vector<Value>& outputs, const Feeds& feeds) {
+  for (Value& v : outputs) {
+    if (!v.is_tensor()) continue;
+    for (const auto& feed : feeds) {
+      if (feed.second.is_tensor() && v.tensor().shares_buffer_with(feed.second.tensor())) {
+        const Tensor& t = v.tensor();
+        v = Value(t.device().host_readable() ? t.clone() : copy_tensor(t, t.device()));
+        break;
+      }
+    }
+  }
+}
+
+// Runs `work` with the GIL released, its errors as a Status.
+template <typename Work>
+Status without_gil(Work&& work) {
+  nb::gil_scoped_release release;
+  try {
+    return work();
+  } catch (const Error& e) {
+    return Status(e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    return runtime_error("out of memory while running the model");
+  } catch (const std::exception& e) {
+    return runtime_error(e.what());
+  }
+}
+
 // Runs with the GIL released (so other Python threads run meanwhile, and may
 // set RunOptions.terminate).
 std::vector<Value> run_session(const InferenceSession& session, const std::vector<std::string>& output_names,
                                const std::vector<std::pair<std::string, Value>>& feeds, const RunOptions& run_options) {
   std::vector<Value> outputs;
-  Status status;
-  {
-    nb::gil_scoped_release release;
-    try {
-      status = session.run(output_names, feeds, run_options, &outputs);
-    } catch (const Error& e) {
-      status = Status(e.code(), e.what());
-    } catch (const std::bad_alloc&) {
-      status = runtime_error("out of memory while running the model");
-    } catch (const std::exception& e) {
-      status = runtime_error(e.what());
-    }
-  }
-  throw_if_error(status);
-  for (Value& v : outputs) {
-    // The caller owns the feed arrays and may change them after the run; an
-    // output that aliases one (Identity of an input) is copied.
-    if (!v.is_tensor()) continue;
-    for (const auto& feed : feeds) {
-      if (feed.second.is_tensor() && v.tensor().shares_buffer_with(feed.second.tensor())) {
-        v = Value(v.tensor().clone());
-        break;
-      }
-    }
-  }
+  throw_if_error(without_gil([&] { return session.run(output_names, feeds, run_options, &outputs); }));
+  copy_outputs_aliasing_feeds(outputs, feeds);
+  return outputs;
+}
+
+// Runs with a binding's inputs and outputs (GIL released); returns its outputs.
+std::vector<Value> run_binding(const InferenceSession& session, IoBinding& binding, const RunOptions& run_options) {
+  throw_if_error(without_gil([&] {
+    session.run_with_binding(binding, run_options);
+    return Status::ok();
+  }));
+  std::vector<Value> outputs = binding.outputs();
+  copy_outputs_aliasing_feeds(outputs, binding.inputs());
   return outputs;
 }
 
@@ -537,27 +578,44 @@ NB_MODULE(_onyx, m) {
            })
       .def_static(
           "empty",
-          [](int elem_type, const Shape& shape) {
+          [](int elem_type, const Shape& shape, int device_type, int device_id) {
             if (!dtype_is_known(elem_type)) throw_status(invalid_argument("unknown ONNX element type ", elem_type));
-            Result<Tensor> tensor = Tensor::create(static_cast<DataType>(elem_type), shape);
+            const Device device = device_from_python(device_type, device_id);
+            check_device_can_hold(static_cast<DataType>(elem_type), device);
+            Result<Tensor> tensor = Tensor::create(static_cast<DataType>(elem_type), shape, device_allocator(device));
             throw_if_error(tensor.status());
             return Value(std::move(tensor).value());
           },
-          nb::arg("elem_type"), nb::arg("shape"))
+          nb::arg("elem_type"), nb::arg("shape"), nb::arg("device_type") = 0, nb::arg("device_id") = 0)
+      // A copy of a tensor in a device's memory (the host's for the CPU).
+      .def(
+          "to_device",
+          [](const Value& v, int device_type, int device_id) {
+            if (!v.is_tensor())
+              throw_status(invalid_argument("only tensors can be copied to a device, not ", v.describe()));
+            const Device device = device_from_python(device_type, device_id);
+            check_device_can_hold(v.tensor().dtype(), device);
+            return Value(copy_tensor(v.tensor(), device));
+          },
+          nb::arg("device_type"), nb::arg("device_id"))
       // Memory the caller owns and keeps alive (IOBinding.bind_input's buffer_ptr).
       .def_static(
           "from_pointer",
-          [](uintptr_t pointer, int elem_type, const Shape& shape) {
+          [](uintptr_t pointer, int elem_type, const Shape& shape, int device_type, int device_id) {
             if (!dtype_is_known(elem_type) || static_cast<DataType>(elem_type) == DataType::kString) {
               throw_status(invalid_argument("cannot bind memory of ONNX element type ", elem_type));
             }
+            const Device device = device_from_python(device_type, device_id);
+            device_allocator(device);  // refuses a device no provider serves
             for (int64_t d : shape) {
               if (d < 0) throw_status(invalid_argument("negative dimension in shape ", shape_to_string(shape)));
             }
             if (pointer == 0 && shape_size(shape) != 0) throw_status(invalid_argument("null buffer pointer"));
-            return Value(Tensor::borrow(static_cast<DataType>(elem_type), shape, reinterpret_cast<void*>(pointer)));
+            return Value(
+                Tensor::borrow(static_cast<DataType>(elem_type), shape, reinterpret_cast<void*>(pointer), device));
           },
-          nb::arg("pointer"), nb::arg("elem_type"), nb::arg("shape"))
+          nb::arg("pointer"), nb::arg("elem_type"), nb::arg("shape"), nb::arg("device_type") = 0,
+          nb::arg("device_id") = 0)
       // Copies a tensor's elements into this tensor's buffer (same type and shape).
       .def("copy_from",
            [](Value& self, const Value& source) {
@@ -569,10 +627,11 @@ NB_MODULE(_onyx, m) {
              if (to.dtype() != from.dtype() || to.shape() != from.shape()) {
                throw_status(invalid_argument("cannot copy ", from.describe(), " into ", to.describe()));
              }
-             if (!to.device().is_cpu() || !from.device().is_cpu()) {
-               throw_status(not_implemented("copy_from works on CPU tensors only"));
-             }
              if (to.raw_data() == from.raw_data()) return;
+             if (!to.device().host_readable() || !from.device().host_readable()) {
+               copy_tensor_into(from, to);
+               return;
+             }
              if (to.dtype() == DataType::kString) {
                std::copy_n(from.data<std::string>(), from.size(), to.data<std::string>());
              } else if (from.bytes() != 0) {
@@ -588,10 +647,44 @@ NB_MODULE(_onyx, m) {
       .def_prop_ro("shape", [](const Value& v) { return v.is_tensor() ? v.tensor().shape() : Shape{}; })
       .def_prop_ro("device_type",
                    [](const Value& v) { return v.is_tensor() ? static_cast<int>(v.tensor().device().type) : 0; })
+      .def_prop_ro("device_id", [](const Value& v) { return v.is_tensor() ? v.tensor().device().id : 0; })
       .def_prop_ro("data_ptr",
                    [](Value& v) { return v.is_tensor() ? reinterpret_cast<uintptr_t>(v.tensor().raw_data()) : 0; })
       .def_prop_ro("size_in_bytes", [](const Value& v) { return v.is_tensor() ? v.tensor().bytes() : size_t{0}; })
       .def("__repr__", [](const Value& v) { return "Value(" + v.describe() + ")"; });
+
+  // The C++ IoBinding; python/onyx/io_binding.py fills one per run.
+  nb::class_<IoBinding>(m, "IoBinding")
+      .def(nb::init<>())
+      .def("bind_input", &IoBinding::bind_input, nb::arg("name"), nb::arg("value"))
+      .def(
+          "bind_output",
+          [](IoBinding& b, const std::string& name, int device_type, int device_id) {
+            b.bind_output(name, device_from_python(device_type, device_id));
+          },
+          nb::arg("name"), nb::arg("device_type") = 0, nb::arg("device_id") = 0)
+      .def(
+          "bind_output_to",
+          [](IoBinding& b, const std::string& name, const Value& destination) {
+            if (!destination.is_tensor()) {
+              throw_status(
+                  invalid_argument("output '", name, "' can be bound to a tensor only, not ", destination.describe()));
+            }
+            b.bind_output(name, destination.tensor());
+          },
+          nb::arg("name"), nb::arg("destination"))
+      .def("clear_inputs", &IoBinding::clear_inputs)
+      .def("clear_outputs", &IoBinding::clear_outputs)
+      .def("output_names", &IoBinding::output_names)
+      .def_prop_ro("outputs", [](const IoBinding& b) { return b.outputs(); });
+
+  m.def("device_type_name", [](int type) { return device_type_name(device_from_python(type, 0).type); });
+  m.def("device_is_served", [](int type) { return device_is_served(device_from_python(type, 0).type); });
+  {
+    nb::dict types;
+    for (DeviceType t : kDeviceTypes) types[nb::str(device_type_name(t).c_str())] = static_cast<int>(t);
+    m.attr("DEVICE_TYPES") = types;
+  }
 
   nb::class_<InferenceSession>(m, "InferenceSession")
       .def_static(
@@ -622,6 +715,7 @@ NB_MODULE(_onyx, m) {
           nb::arg("output_names"), nb::arg("feeds"), nb::arg("run_options"))
       // The same, returning the outputs as Values (OrtValue, IOBinding).
       .def("run_values", &run_session, nb::arg("output_names"), nb::arg("feeds"), nb::arg("run_options"))
+      .def("run_with_binding", &run_binding, nb::arg("binding"), nb::arg("run_options"))
       // Metadata is copied out: it is small and read once per session.
       .def_prop_ro("inputs", &InferenceSession::inputs, nb::rv_policy::copy)
       .def_prop_ro("outputs", &InferenceSession::outputs, nb::rv_policy::copy)
@@ -634,5 +728,8 @@ NB_MODULE(_onyx, m) {
       .def("profiling_start_time_ns", &InferenceSession::profiling_start_time_ns);
 
   m.def("available_providers", &available_providers);
+  m.def("_register_testing_providers", &register_testing_providers);
+  m.def("_test_device_counters", &testing_device_counters);
+  m.def("_reset_test_device_counters", &reset_testing_device_counters);
   m.def("version", []() { return std::string(version()); });
 }

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,16 +89,26 @@ class ExecutionProvider {
 using ProviderFactory = std::function<Result<std::unique_ptr<ExecutionProvider>>(const ProviderOptions&)>;
 
 // Provider names known to this process ("CPUExecutionProvider" always).
-void register_provider(const std::string& name, ProviderFactory factory);
+// `device` is the device type whose memory the provider serves, so that
+// memory outside any session (an OrtValue made on "cuda") finds a provider
+// for its allocator and copies; none for providers of host memory only.
+void register_provider(const std::string& name, ProviderFactory factory,
+                       std::optional<DeviceType> device = std::nullopt);
 // Creates a provider by name; an unknown name or a provider that cannot load
 // (its library or device missing) is an error saying so.
 Result<std::unique_ptr<ExecutionProvider>> create_provider(const std::string& name,
                                                            const ProviderOptions& options = {});
 std::vector<std::string> registered_providers();
+// The registered providers that serve `device`'s memory, in the order they
+// were registered (never the CPU provider: host memory needs none).
+std::vector<std::string> providers_for_device(DeviceType device);
 
-// The CPU provider. With `use_arena` its allocator is an arena of its own
-// (SessionOptions::enable_cpu_mem_arena).
+// The CPU provider over the process's host allocator.
 std::unique_ptr<ExecutionProvider> make_cpu_provider();
+// The CPU provider a session makes: with SessionOptions::enable_cpu_mem_arena
+// its allocator is an arena of its own, configured by onnxruntime's arena
+// keys in the provider options (max_mem, arena_extend_strategy, ...).
+Result<std::unique_ptr<ExecutionProvider>> make_cpu_provider(const ProviderOptions& options);
 constexpr const char* kCpuProviderName = "CPUExecutionProvider";
 
 }  // namespace onyx

@@ -217,6 +217,19 @@ KernelFactory make_factory() {
   };
 }
 
+// A definition with the main type constraint's types only.
+inline KernelDef make_kernel_def(std::string domain, std::string op_type, int since, int last,
+                                 std::vector<DataType> types, KernelFactory factory) {
+  KernelDef def;
+  def.domain = std::move(domain);
+  def.op_type = std::move(op_type);
+  def.since_version = since;
+  def.last_version = last;
+  def.types = std::move(types);
+  def.factory = std::move(factory);
+  return def;
+}
+
 // Element-type lists for KernelDef::types.
 namespace types {
 inline std::vector<DataType> floats() {
@@ -239,4 +252,4 @@ std::vector<DataType> all_with_small_formats();
 // ONYX_REGISTER_CPU_KERNEL("", "Relu", 6, 12, onyx::types::floats(), ReluKernel);
 #define ONYX_REGISTER_CPU_KERNEL(domain, op_type, since, last, type_list, Class) \
   static ::onyx::KernelRegistrar ONYX_CONCAT(onyx_registrar_, __COUNTER__)(      \
-      ::onyx::KernelDef{domain, op_type, since, last, type_list, ::onyx::make_factory<Class>()})
+      ::onyx::make_kernel_def(domain, op_type, since, last, type_list, ::onyx::make_factory<Class>()))

@@ -30,7 +30,12 @@ class NodeContext final : public KernelContext {
       v = Value(std::move(*placed));
       return v.tensor();
     }
-    Result<Tensor> t = Tensor::create(dtype, shape, allocator());
+    // A graph output's buffer goes to the caller: never from a run's pattern block.
+    Allocator* from = allocator();
+    if (step_.outputs[i] != graph::kNoValue && frame_.plan->is_output[static_cast<size_t>(step_.outputs[i])]) {
+      from = step_.provider->allocator();
+    }
+    Result<Tensor> t = Tensor::create(dtype, shape, from);
     if (!t.is_ok()) throw Error(t.status());
     v = Value(std::move(t).value());
     return v.tensor();
@@ -44,6 +49,10 @@ class NodeContext final : public KernelContext {
       if (p.output == output) return nullptr;  // it goes into a Concat's output instead
     }
     if (step_.concat_placement >= 0) return nullptr;
+    // A graph output goes to the caller: it must not hold a run's pattern block.
+    if (state_.host_allocator != nullptr && frame_.plan->is_output[static_cast<size_t>(step_.outputs[output])]) {
+      return nullptr;
+    }
     const int32_t slot = step_.inputs[input];
     if (slot == graph::kNoValue || !frame_.present[static_cast<size_t>(slot)]) return nullptr;
     // Read by this node once, and by no later step (release_after holds no
@@ -65,7 +74,10 @@ class NodeContext final : public KernelContext {
     return &out.tensor();
   }
   ThreadPool* thread_pool() const override { return state_.pool; }
-  Allocator* allocator() const override { return step_.provider->allocator(); }
+  Allocator* allocator() const override {
+    return step_.stream == nullptr && state_.host_allocator != nullptr ? state_.host_allocator
+                                                                       : step_.provider->allocator();
+  }
   Stream* stream() const override { return step_.stream ? state_.streams.stream_of(step_.stream) : nullptr; }
   Status run_subgraph(const std::string& attr_name, const std::vector<Value>& inputs,
                       std::vector<Value>& outputs) override {
@@ -96,7 +108,8 @@ class NodeContext final : public KernelContext {
       const Placement& placement = frame_.plan->placements[p.placement];
       Tensor& buffer = frame_.placements[p.placement];
       if (!buffer.defined()) {
-        Result<Tensor> t = Tensor::create(placement.dtype, placement.shape, allocator());
+        Result<Tensor> t = Tensor::create(placement.dtype, placement.shape,
+                                          placement.is_output ? step_.provider->allocator() : allocator());
         if (!t.is_ok()) throw Error(t.status());
         buffer = std::move(t).value();
       }

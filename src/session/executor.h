@@ -74,6 +74,9 @@ struct RunState {
   Profiler* profiler = nullptr;  // null when profiling is off
   const DataTransferRegistry* transfers = nullptr;
   RunStreams streams;
+  // Where host kernels allocate (a memory-pattern allocator), when not their
+  // provider's allocator; main-graph outputs never come from it.
+  Allocator* host_allocator = nullptr;
 };
 
 // Runs `plan` with `inputs` bound to its graph inputs in order (missing

@@ -31,6 +31,7 @@ struct PlacedOutput {
 struct Placement {
   DataType dtype = DataType::kUndefined;
   Shape shape;
+  bool is_output = false;  // the Concat's output is a graph output: the caller gets the buffer
 };
 
 struct PlanStep {
@@ -79,6 +80,8 @@ struct GraphPlan {
   std::vector<const ExecutionProvider*> input_providers;
   // Some step records an event (a value crosses streams).
   bool has_events = false;
+  // Per slot: a graph output (its buffer is handed to the caller).
+  std::vector<char> is_output;
 };
 
 }  // namespace onyx::session

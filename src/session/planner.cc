@@ -223,7 +223,9 @@ void place_concat_inputs(const graph::Graph& graph, GraphPlan& plan) {
     const size_t total = static_cast<size_t>(shape_size(*out_shape)) * dtype_size(dtype);
     if (!consistent || offset != total || placed.empty()) continue;
     const auto id = static_cast<int32_t>(plan.placements.size());
-    plan.placements.push_back({dtype, *out_shape});
+    const bool is_output =
+        std::find(graph.outputs.begin(), graph.outputs.end(), node.outputs[0]) != graph.outputs.end();
+    plan.placements.push_back({dtype, *out_shape, is_output});
     concat.concat_placement = id;
     for (auto& [step, out] : placed) {
       out.placement = static_cast<size_t>(id);
@@ -439,6 +441,9 @@ Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::
     return on_host(step.provider) && step.kind == PlanStep::Kind::kNode ? nullptr : step.provider;
   };
   for (PlanStep& step : plan->steps) step.stream = stream_of(step);
+  plan->is_output.assign(plan->slot_count, 0);
+  for (int32_t out : plan->output_slots) plan->is_output[static_cast<size_t>(out)] = 1;
+  for (int32_t out : graph.outputs) plan->is_output[static_cast<size_t>(out)] = 1;
   for (size_t s = 0; s < plan->steps.size(); ++s) {
     PlanStep& step = plan->steps[s];
     for (int32_t in : step.inputs) {

@@ -15,7 +15,9 @@
 #include "model/writer.h"
 #include "providers/cpu/layout/layout_passes.h"
 #include "providers/execution_provider.h"
+#include "providers/testing/test_device.h"
 #include "session/executor.h"
+#include "session/memory_pattern.h"
 #include "session/memory_usage.h"
 #include "session/planner.h"
 #include "session/prepare.h"
@@ -28,6 +30,7 @@ struct InferenceSession::Impl {
   std::unique_ptr<graph::Graph> graph;
   std::vector<std::unique_ptr<ExecutionProvider>> providers;
   DataTransferRegistry transfers;
+  mutable session::MemoryPatterns patterns;
   std::unique_ptr<session::GraphPlan> plan;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<session::Profiler> profiler;  // created before the model is read
@@ -138,6 +141,8 @@ Status InferenceSession::Impl::init(const std::vector<std::string>& provider_nam
   if (!has_cpu) {
     ProviderOptions cpu_options;
     cpu_options.session = &options;
+    auto given = options.provider_options.find(kCpuProviderName);
+    if (given != options.provider_options.end()) cpu_options.values = given->second;
     ONYX_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionProvider> cpu, create_provider(kCpuProviderName, cpu_options));
     providers.push_back(std::move(cpu));
   }
@@ -304,9 +309,26 @@ Status InferenceSession::Impl::run_to(const std::vector<std::string>& output_nam
   state.pool = pool.get();
   state.profiler = profiler.get();
   state.transfers = &transfers;
+  // Memory pattern: keyed by the feeds' types and shapes.
+  std::shared_ptr<Allocator> pattern;
+  std::string signature;
+  if (options.enable_mem_pattern && options.execution_mode == ExecutionMode::kSequential) {
+    for (const Value* v : bound) {
+      if (v == nullptr || !v->is_tensor()) {
+        signature += v == nullptr ? "-;" : "v;";
+        continue;
+      }
+      signature += std::to_string(static_cast<int>(v->tensor().dtype()));
+      signature += shape_to_string(v->tensor().shape());
+      signature += ';';
+    }
+    pattern = patterns.for_run(signature, providers.back()->allocator());
+    state.host_allocator = pattern.get();
+  }
   std::vector<Value> all;
   Status status = session::run_plan(*plan, nullptr, bound, state, all);
   if (status.is_ok()) status = state.streams.synchronize();
+  if (pattern) patterns.finish_run(signature, pattern, status.is_ok());
   // The feeds passed the checks above, so a kernel refusing its inputs is a
   // failure of the run (onnxruntime's FAIL), not a wrong argument of the caller.
   if (status.code() == StatusCode::kInvalidArgument) return runtime_error(status.message());
@@ -496,6 +518,18 @@ std::string InferenceSession::end_profiling() {
 }
 
 std::vector<std::string> available_providers() { return registered_providers(); }
+
+void register_testing_providers() { testing::register_test_device_providers(); }
+
+std::map<std::string, int64_t> testing_device_counters() {
+  const testing::TestDeviceCounters& c = testing::test_device_counters();
+  return {{"host_to_device", c.host_to_device},   {"device_to_host", c.device_to_host},
+          {"kernels_run", c.kernels_run},         {"events_recorded", c.events_recorded},
+          {"event_waits", c.event_waits},         {"streams_created", c.streams_created},
+          {"groups_compiled", c.groups_compiled}, {"fused_runs", c.fused_runs}};
+}
+
+void reset_testing_device_counters() { testing::test_device_counters().reset(); }
 
 const char* version() { return ONYX_VERSION; }
 

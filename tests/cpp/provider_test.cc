@@ -7,13 +7,14 @@
 #include <cmath>
 
 #include "graph/builder.h"
+#include "kernel_test_util.h"
 #include "model_builder.h"
 #include "onyx/session.h"
 #include "optimizer_test_util.h"
 #include "providers/data_transfer.h"
 #include "providers/execution_provider.h"
 #include "providers/node_groups.h"
-#include "test_device.h"
+#include "providers/testing/test_device.h"
 
 namespace onyx {
 namespace {
@@ -269,6 +270,26 @@ TEST(DataTransfer, GoesThroughTheHostWhereNoDirectCopyExists) {
   auto back = registry.copy_to(*there, cpu_allocator());
   ASSERT_TRUE(back.is_ok());
   expect_near(values_of(Value(*back)), {1, 2, 3});
+}
+
+// kernel_test_util's run_kernel runs each op test on every other provider
+// too: the test device's kernels run, and disagreeing with the CPU fails.
+TEST(OpHarness, RunsOpTestsOnEveryProviderThatTakesTheOp) {
+  test_device_counters().reset();
+  auto run = testing::run_kernel("Softmax", 13, {Value(floats({1, 2, 3, 4}, {2, 2}))});
+  ASSERT_TRUE(run.status.is_ok()) << run.status.message();
+  EXPECT_EQ(test_device_counters().kernels_run.load(), 1);
+  EXPECT_EQ(test_device_counters().fused_runs.load(), 0);  // the compiler takes no Softmax
+  test_device_counters().reset();
+  run = testing::run_kernel("Add", 14, {Value(floats({1, 2}, {2})), Value(floats({3, 4}, {2}))});
+  ASSERT_TRUE(run.status.is_ok()) << run.status.message();
+  EXPECT_EQ(test_device_counters().kernels_run.load(), 1);  // the device provider's Add
+  EXPECT_EQ(test_device_counters().fused_runs.load(), 1);   // and the compiler's
+  // Ops no provider but the CPU takes run on the CPU alone.
+  test_device_counters().reset();
+  run = testing::run_kernel("Sigmoid", 13, {Value(floats({1, 2}, {2}))});
+  ASSERT_TRUE(run.status.is_ok());
+  EXPECT_EQ(test_device_counters().kernels_run.load() + test_device_counters().fused_runs.load(), 0);
 }
 
 TEST(NodeGroups, GroupsStayConvex) {

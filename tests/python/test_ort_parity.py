@@ -671,10 +671,12 @@ def test_run_async_calls_back_from_another_thread():
         )
 
 
-def test_providers_and_provider_options():
+def test_providers_and_provider_options(pytestconfig):
     model = symbolic_model().SerializeToString()
     with_options = [("CPUExecutionProvider", {"arena_extend_strategy": "kSameAsRequested"})]
-    for providers in (["CPUExecutionProvider"], with_options, None):
+    # pytest --providers changes the default list on purpose.
+    default = [] if pytestconfig.getoption("--providers") else [None]
+    for providers in [["CPUExecutionProvider"], with_options] + default:
         ours = onyx.InferenceSession(model, providers=providers)
         theirs = onnxruntime.InferenceSession(model, providers=providers)
         assert ours.get_providers() == theirs.get_providers() == ["CPUExecutionProvider"]

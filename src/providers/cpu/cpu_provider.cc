@@ -5,6 +5,7 @@
 
 #include "providers/cpu/layout/layout_passes.h"
 #include "providers/execution_provider.h"
+#include "tensor/arena.h"
 
 namespace onyx {
 namespace {
@@ -62,10 +63,15 @@ class CpuOpSupport final : public optimizer::OpSupport {
 
 class CpuProvider final : public ExecutionProvider {
  public:
+  // With an arena (SessionOptions::enable_cpu_mem_arena), host buffers come
+  // from the session's own ArenaAllocator over the process's host allocator;
+  // tensors keep it alive, so outputs may outlive the session.
+  explicit CpuProvider(std::shared_ptr<ArenaAllocator> arena = nullptr) : arena_(std::move(arena)) {}
   std::string name() const override { return kCpuProviderName; }
   Device device() const override { return Device{}; }
   Allocator* allocator(MemoryType type) const override {
-    return type == MemoryType::kDefault ? cpu_allocator() : nullptr;
+    if (type != MemoryType::kDefault) return nullptr;
+    return arena_ ? static_cast<Allocator*>(arena_.get()) : cpu_allocator();
   }
   const KernelRegistry& kernels() const override { return cpu_kernel_registry(); }
   std::vector<optimizer::PassList> passes(GraphOptimizationLevel level) const override {
@@ -87,10 +93,22 @@ class CpuProvider final : public ExecutionProvider {
 
  private:
   CpuOpSupport support_;
+  std::shared_ptr<ArenaAllocator> arena_;
 };
 
 }  // namespace
 
 std::unique_ptr<ExecutionProvider> make_cpu_provider() { return std::make_unique<CpuProvider>(); }
+
+Result<std::unique_ptr<ExecutionProvider>> make_cpu_provider(const ProviderOptions& options) {
+  if (options.session == nullptr || !options.session->enable_cpu_mem_arena) return make_cpu_provider();
+  // The arena's settings: onnxruntime's OrtArenaCfg keys, as CPU provider
+  // options.
+  Result<ArenaConfig> config = parse_arena_config(options.values);
+  if (!config.is_ok())
+    return Status(config.status().code(), str_cat("CPUExecutionProvider: ", config.status().message()));
+  return std::unique_ptr<ExecutionProvider>(
+      new CpuProvider(std::make_shared<ArenaAllocator>(cpu_allocator(), std::move(config).value())));
+}
 
 }  // namespace onyx

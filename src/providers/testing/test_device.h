@@ -1,4 +1,6 @@
-// A simulated device for testing the provider interface on every commit.
+// A simulated device for testing the provider interface on every commit
+// (C++ tests, `onyx conformance --providers`, pytest). It is part of the
+// library but registered only on request (register_test_device_providers).
 // Its memory is scrambled (every byte XOR 0xA5) and, under AddressSanitizer,
 // poisoned outside its own kernels and copies, so a host kernel that reads
 // device memory directly gets garbage or an ASan report, never the right

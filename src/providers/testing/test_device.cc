@@ -1,6 +1,6 @@
 // The simulated test device: scrambled, poisoned memory; counted copies,
 // streams and events; a kernel provider and a compiling provider.
-#include "test_device.h"
+#include "providers/testing/test_device.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -239,6 +239,8 @@ class ElementwiseKernel final : public Kernel {
   std::string op_;
 };
 
+// numpy's matmul: 1-D operands promoted (and the added axis dropped),
+// batch dimensions broadcast.
 class MatMulKernel final : public Kernel {
  public:
   explicit MatMulKernel(const KernelInfo&) {}
@@ -248,19 +250,31 @@ class MatMulKernel final : public Kernel {
     const Tensor* b = ctx.input_tensor(1);
     ONYX_RETURN_IF_ERROR(require_device_float(ctx.label(), a, 0));
     ONYX_RETURN_IF_ERROR(require_device_float(ctx.label(), b, 1));
-    if (a->rank() < 2 || b->rank() != 2 || a->dim(a->rank() - 1) != b->dim(0)) {
-      return invalid_argument(ctx.label(), ": the test device multiplies [..., M, K] by [K, N], got ", a->describe(),
-                              " and ", b->describe());
+    if (a->rank() == 0 || b->rank() == 0) return invalid_argument(ctx.label(), ": MatMul of a scalar");
+    Shape as = a->shape(), bs = b->shape();
+    if (as.size() == 1) as.insert(as.begin(), 1);
+    if (bs.size() == 1) bs.push_back(1);
+    const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+    if (bs[bs.size() - 2] != k) {
+      return invalid_argument(ctx.label(), ": inner dimensions differ: ", a->describe(), " and ", b->describe());
     }
-    const int64_t k = b->dim(0), n = b->dim(1), rows = a->size() / k;
-    Shape out_shape = a->shape();
-    out_shape.back() = n;
+    const Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
+    ONYX_ASSIGN_OR_RETURN(Shape batch, broadcast_shape(a_batch, b_batch));
+    Shape out_shape = batch;
+    if (a->rank() > 1) out_shape.push_back(m);
+    if (b->rank() > 1) out_shape.push_back(n);
     const std::vector<float> av = read_floats(*a), bv = read_floats(*b);
-    std::vector<float> out(static_cast<size_t>(rows * n), 0.0f);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t j = 0; j < k; ++j) {
-        const float x = av[static_cast<size_t>(r * k + j)];
-        for (int64_t c = 0; c < n; ++c) out[static_cast<size_t>(r * n + c)] += x * bv[static_cast<size_t>(j * n + c)];
+    const int64_t batches = shape_size(batch);
+    std::vector<float> out(static_cast<size_t>(batches * m * n), 0.0f);
+    for (int64_t t = 0; t < batches; ++t) {
+      const float* ap = av.data() + broadcast_index(a_batch, batch, t) * m * k;
+      const float* bp = bv.data() + broadcast_index(b_batch, batch, t) * k * n;
+      float* op = out.data() + t * m * n;
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t j = 0; j < k; ++j) {
+          const float x = ap[r * k + j];
+          for (int64_t c = 0; c < n; ++c) op[r * n + c] += x * bp[j * n + c];
+        }
       }
     }
     write_floats(ctx.allocate_output(0, DataType::kFloat, out_shape), out);
@@ -303,7 +317,7 @@ class SoftmaxKernel final : public Kernel {
 // the kernel definition), the data is not touched.
 class ReshapeKernel final : public Kernel {
  public:
-  explicit ReshapeKernel(const KernelInfo&) {}
+  explicit ReshapeKernel(const KernelInfo& info) : allowzero_(info.attr_int("allowzero", 0) != 0) {}
   Status compute(KernelContext& ctx) const override {
     ++test_device_counters().kernels_run;
     const Tensor* x = ctx.input_tensor(0);
@@ -315,18 +329,23 @@ class ReshapeKernel final : public Kernel {
     Shape out(shape->data<int64_t>(), shape->data<int64_t>() + shape->size());
     int64_t known = 1, unknown = -1;
     for (size_t d = 0; d < out.size(); ++d) {
-      if (out[d] == 0 && d < x->shape().size()) out[d] = x->shape()[d];
+      if (out[d] == 0 && !allowzero_ && d < x->shape().size()) out[d] = x->shape()[d];
       if (out[d] == -1) {
         unknown = static_cast<int64_t>(d);
       } else {
         known *= out[d];
       }
     }
-    if (unknown >= 0 && known > 0) out[static_cast<size_t>(unknown)] = x->size() / known;
-    if (shape_size(out) != x->size()) return invalid_argument(ctx.label(), ": cannot reshape ", x->describe());
+    if (unknown >= 0) out[static_cast<size_t>(unknown)] = known > 0 ? x->size() / known : 0;
+    if (shape_size(out) != x->size()) {
+      return invalid_argument(ctx.label(), ": cannot reshape ", x->describe(), " to ", shape_to_string(out));
+    }
     ctx.set_output(0, Value(x->reshaped(out)));
     return Status::ok();
   }
+
+ private:
+  bool allowzero_;
 };
 
 template <typename Class>
@@ -372,10 +391,11 @@ class FusedKernel final : public Kernel {
       const auto& a = values.at(node.inputs[0]);
       const std::pair<std::vector<float>, Shape>* b = node.inputs.size() > 1 ? &values.at(node.inputs[1]) : nullptr;
       Shape shape;
-      ONYX_ASSIGN_OR_RETURN(
-          std::vector<float> out,
-          elementwise(node.op_type, a.first, a.second, b ? &b->first : nullptr, b ? &b->second : nullptr, shape));
-      values[node.outputs[0]] = {std::move(out), shape};
+      Result<std::vector<float>> out =
+          elementwise(node.op_type, a.first, a.second, b ? &b->first : nullptr, b ? &b->second : nullptr, shape);
+      // An error names the node of the model, inside the fused one.
+      if (!out.is_ok()) return Status(out.status().code(), node.label(n) + ": " + out.status().message());
+      values[node.outputs[0]] = {std::move(out).value(), shape};
     }
     for (size_t o = 0; o < graph_.outputs.size(); ++o) {
       const auto& [data, shape] = values.at(graph_.outputs[o]);
@@ -434,6 +454,8 @@ class TestCompilerProvider final : public TestDeviceProvider {
     return connected_groups(graph, candidates, [&](size_t n) {
       const graph::Node& node = graph.nodes[n];
       if (!node.domain.empty() || !is_elementwise(node.op_type)) return false;
+      // Before opset 7 binary ops broadcast by the `broadcast`/`axis` attributes.
+      if (is_binary(node.op_type) && node.since_version < 7) return false;
       for (int32_t v : node.inputs) {
         if (v == graph::kNoValue) return false;
         const graph::TypeAndShape& info = graph.values[static_cast<size_t>(v)].info;
@@ -466,12 +488,18 @@ TestDeviceCounters& test_device_counters() {
 }
 
 void register_test_device_providers() {
-  register_provider(kTestDeviceProvider, [](const ProviderOptions&) -> Result<std::unique_ptr<ExecutionProvider>> {
-    return std::unique_ptr<ExecutionProvider>(new TestDeviceProvider());
-  });
-  register_provider(kTestCompilerProvider, [](const ProviderOptions&) -> Result<std::unique_ptr<ExecutionProvider>> {
-    return std::unique_ptr<ExecutionProvider>(new TestCompilerProvider());
-  });
+  register_provider(
+      kTestDeviceProvider,
+      [](const ProviderOptions&) -> Result<std::unique_ptr<ExecutionProvider>> {
+        return std::unique_ptr<ExecutionProvider>(new TestDeviceProvider());
+      },
+      DeviceType::kTest);
+  register_provider(
+      kTestCompilerProvider,
+      [](const ProviderOptions&) -> Result<std::unique_ptr<ExecutionProvider>> {
+        return std::unique_ptr<ExecutionProvider>(new TestCompilerProvider());
+      },
+      DeviceType::kTest);
 }
 
 Tensor to_test_device(const Tensor& host) {
