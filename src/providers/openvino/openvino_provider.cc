@@ -47,6 +47,9 @@ const char* deny_reason(const graph::Graph& graph, const graph::Node& node) {
     if (elem_type(graph, v) == DataType::kDouble)
       return "the CPU plugin computes double in float: inf and large values saturate";
   }
+  if (node.domain == "com.microsoft" && op == "FusedGemm") {
+    return "returns zeros (a saved onyx-optimized bert_toy_optimized, pytest --providers)";
+  }
   if (!node.domain.empty()) return nullptr;
   if (op == "Dropout") return "returns zeros or garbage instead of its input at inference";
   if (op == "Tile" && node.inputs.size() > 1 && !graph.initializers.count(node.inputs[1])) {
