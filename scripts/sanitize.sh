@@ -19,7 +19,7 @@ jobs=$(nproc)
 # that asserts and the optimizer's verify-after-each-pass run too.
 cmake -S . -B "$build" -G Ninja -DONYX_SANITIZE=ON -DONYX_PYTHON=OFF -DONYX_BUILD_TESTS=ON \
   -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O2 -g1" -DCMAKE_C_FLAGS_SANITIZE="-O2 -g1" >/dev/null
-cmake --build "$build" -j "$jobs" --target onyx_tests
+cmake --build "$build" -j "$jobs" --target onyx_tests onyx_capi_test
 
 log="$build/sanitize.log"
 echo "== onyx_tests under ASan+LSan+UBSan (log: $log)"
@@ -37,6 +37,19 @@ if [ "$status" -eq 0 ]; then
   ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:quarantine_size_mb=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "$build/onyx_tests" --gtest_brief=1 --gtest_filter="$growth_test" 2>&1 | tee -a "$log" || status=$?
+fi
+
+# The C API from C, with the example custom-operator library (built here
+# without sanitizers, as a user's library would be) and a model using it.
+if [ "$status" -eq 0 ] && [ "$filter" = "*" ]; then
+  echo "== onyx_capi_test under ASan+LSan+UBSan"
+  cc -shared -fPIC -O2 -Iinclude examples/custom_op_library/custom_ops.c -o "$build/libonyx_custom_ops_example.so" -lm
+  python3 -c "import sys; sys.path.insert(0, 'tests/python'); from pathlib import Path; \
+from bindings_util import custom_op_model; custom_op_model(Path('$build/custom_ops.onnx'), with_in_process_op=True)"
+  ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "$build/onyx_capi_test" models "$build/libonyx_custom_ops_example.so" "$build/custom_ops.onnx" 2>&1 |
+    tee -a "$log" | tail -1 || status=$?
+  grep -q "all C API checks passed" "$log" || status=1
 fi
 
 # A report that did not change the exit status (a sanitizer in recover mode,

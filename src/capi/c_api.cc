@@ -40,6 +40,9 @@ namespace {
 // of live blocks are kept here.
 struct AllocatorImpl : OnyxAllocator {
   Allocator* allocator = nullptr;
+  // Keeps a session's allocator (an arena, a device's) alive while this
+  // handle lives, where it is shared-owned.
+  std::shared_ptr<Allocator> keep_alive;
   OnyxMemoryInfo info;
   std::mutex mutex;
   std::unordered_map<void*, size_t> sizes;
@@ -84,6 +87,7 @@ AllocatorImpl* new_allocator(Allocator* allocator, OnyxMemoryInfo info) {
   a->Free = impl_free;
   a->Info = impl_info;
   a->allocator = allocator;
+  a->keep_alive = allocator->weak_from_this().lock();
   a->info = std::move(info);
   return a;
 }
@@ -683,9 +687,11 @@ OnyxStatus* ONYX_API_CALL AllocatorGetInfo(const OnyxAllocator* allocator, const
   return nullptr;
 }
 void ONYX_API_CALL ReleaseAllocator(OnyxAllocator* allocator) noexcept {
+  // Only CreateAllocator's handles are released; the default allocator and
+  // the caller's own allocators are left alone.
+  if (allocator == nullptr || allocator->Alloc != impl_alloc) return;
   auto* a = static_cast<AllocatorImpl*>(allocator);
-  if (a == nullptr || a->process_wide) return;
-  delete a;
+  if (!a->process_wide) delete a;
 }
 
 // ---- values ----------------------------------------------------------------------
@@ -761,10 +767,13 @@ OnyxStatus* ONYX_API_CALL HasValue(const OnyxValue* value, int* out) noexcept {
   return nullptr;
 }
 OnyxStatus* ONYX_API_CALL GetTensorMutableData(OnyxValue* value, void** out) noexcept {
+  ONYX_API_BEGIN
   ONYX_CHECK_ARG(value != nullptr && out != nullptr, "value and out must not be NULL");
   ONYX_CHECK_ARG(value->value.is_tensor(), "the value is not a tensor: " + value->value.describe());
+  ONYX_CHECK_ARG(value->value.tensor().dtype() != DataType::kString,
+                 "a string tensor's elements are read with GetStringTensorContent and written with FillStringTensor");
   *out = value->value.tensor().raw_data();
-  return nullptr;
+  ONYX_API_END
 }
 OnyxStatus* ONYX_API_CALL GetTensorMemoryInfo(const OnyxValue* value, const OnyxMemoryInfo** out) noexcept {
   ONYX_API_BEGIN

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "graph/schema.h"
+#include "graph/subgraphs.h"
 
 namespace onyx::optimizer {
 
@@ -184,12 +185,7 @@ float attribute_float(const graph::Node& node, const std::string& name, float de
   return a != nullptr && a->type == graph::AttributeType::kFloat ? a->f : default_value;
 }
 
-bool has_subgraph(const graph::Node& node) {
-  for (const auto& [name, a] : node.attributes) {
-    if (a.g || !a.graphs.empty()) return true;
-  }
-  return false;
-}
+bool has_subgraph(const graph::Node& node) { return graph::has_subgraphs(node); }
 
 graph::TypeAndShape info_of(const Tensor& tensor) {
   graph::TypeAndShape info;

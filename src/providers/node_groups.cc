@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "graph/subgraphs.h"
+
 namespace onyx {
 namespace {
 
@@ -15,19 +17,6 @@ void insert(GroupSet& set, int g) {
 }
 
 bool contains(const GroupSet& set, int g) { return std::binary_search(set.begin(), set.end(), g); }
-
-void outer_reads(const graph::Graph& sub, const graph::Graph& outer, std::vector<int32_t>& ids) {
-  for (int32_t v : sub.outer_scope_values) {
-    const int32_t id = outer.find_value(sub.value_name(v));
-    if (id >= 0) ids.push_back(id);
-  }
-  for (const graph::Node& node : sub.nodes) {
-    for (const auto& [name, attr] : node.attributes) {
-      if (attr.g) outer_reads(*attr.g, outer, ids);
-      for (const auto& g : attr.graphs) outer_reads(*g, outer, ids);
-    }
-  }
-}
 
 // Whether a node that reads from the groups `reads` may join `group`: not
 // when one of them already depends, through any chain of groups, on `group`.
@@ -70,9 +59,9 @@ std::vector<NodeGroup> connected_groups(const graph::Graph& graph, const std::ve
     for (int32_t in : node.inputs) {
       if (in != graph::kNoValue) inputs.push_back(in);
     }
-    for (const auto& [name, attr] : node.attributes) {
-      if (attr.g) outer_reads(*attr.g, graph, inputs);
-      for (const auto& g : attr.graphs) outer_reads(*g, graph, inputs);
+    for (const std::string& name : graph::outer_scope_reads(node)) {
+      const int32_t id = graph.find_value(name);
+      if (id >= 0) inputs.push_back(id);
     }
     GroupSet in_reach, in_escaped;
     for (int32_t v : inputs) {

@@ -7,29 +7,12 @@
 #include <unordered_set>
 
 #include "graph/builder.h"
+#include "graph/subgraphs.h"
 
 namespace onyx::session {
 namespace {
 
 std::string domain_name(const std::string& domain) { return domain.empty() ? "ai.onnx" : domain; }
-
-// Names a subgraph (and its own subgraphs) reads from enclosing scopes.
-void outer_names(const graph::Graph& sub, std::unordered_set<std::string>& names) {
-  for (int32_t v : sub.outer_scope_values) names.insert(sub.value_name(v));
-  for (const graph::Node& node : sub.nodes) {
-    for (const auto& [name, attr] : node.attributes) {
-      if (attr.g) outer_names(*attr.g, names);
-      for (const auto& g : attr.graphs) outer_names(*g, names);
-    }
-  }
-}
-
-bool has_subgraph(const graph::Node& node) {
-  for (const auto& [name, attr] : node.attributes) {
-    if (attr.g || !attr.graphs.empty()) return true;
-  }
-  return false;
-}
 
 // The group as a standalone graph, and the fused node that stands for it in
 // `graph`: inputs are the values entering the group that are not constants
@@ -45,10 +28,7 @@ Status fuse_group(const graph::Graph& graph, const std::vector<size_t>& group, c
     for (int32_t in : node.inputs) {
       if (in != graph::kNoValue) read_outside.insert(graph.value_name(in));
     }
-    for (const auto& [name, attr] : node.attributes) {
-      if (attr.g) outer_names(*attr.g, read_outside);
-      for (const auto& g : attr.graphs) outer_names(*g, read_outside);
-    }
+    for (std::string& name : graph::outer_scope_reads(node)) read_outside.insert(std::move(name));
   }
   for (int32_t out : graph.outputs) read_outside.insert(graph.value_name(out));
 
@@ -150,7 +130,7 @@ Status partition_in(graph::Graph& graph, const std::vector<const ExecutionProvid
         continue;
       }
       for (size_t n : group.nodes) {
-        if (has_subgraph(graph.nodes[n])) {
+        if (graph::has_subgraphs(graph.nodes[n])) {
           return runtime_error("provider ", provider->name(), " claimed ", graph.nodes[n].label(n),
                                ", which holds a subgraph, into a fused group");
         }

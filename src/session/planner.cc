@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "graph/subgraphs.h"
 #include "model/reader.h"
 #include "session/memory_usage.h"
 #include "session/partition.h"
@@ -42,16 +43,6 @@ void collect_unsupported(const graph::Graph& graph, const std::vector<const Exec
 }
 
 // Names of values a subgraph (and its own subgraphs) reads from enclosing scopes.
-void outer_names(const graph::Graph& sub, std::vector<std::string>& names) {
-  for (int32_t v : sub.outer_scope_values) names.push_back(sub.value_name(v));
-  for (const graph::Node& node : sub.nodes) {
-    for (const auto& [name, attr] : node.attributes) {
-      if (attr.g) outer_names(*attr.g, names);
-      for (const auto& g : attr.graphs) outer_names(*g, names);
-    }
-  }
-}
-
 }  // namespace
 
 std::vector<std::string> unsupported_ops(const graph::Graph& graph,
@@ -72,12 +63,7 @@ class WeightRelease {
       for (int32_t in : node.inputs) {
         if (in != graph::kNoValue && graph.initializers.count(in)) ++pending_[in];
       }
-      std::vector<std::string> names;
-      for (const auto& [name, attr] : node.attributes) {
-        if (attr.g) outer_names(*attr.g, names);
-        for (const auto& g : attr.graphs) outer_names(*g, names);
-      }
-      for (const std::string& name : names) keep(graph.find_value(name));
+      for (const std::string& name : graph::outer_scope_reads(node)) keep(graph.find_value(name));
     }
     for (int32_t id : graph.inputs) keep(id);  // overridable: a feed may replace it
     for (int32_t id : graph.outputs) keep(id);
@@ -168,7 +154,7 @@ void place_concat_inputs(const graph::Graph& graph, GraphPlan& plan) {
       if (out != graph::kNoValue) producer[static_cast<size_t>(out)] = static_cast<int64_t>(s);
     }
     std::vector<std::string> names;
-    for (const auto& [attr_name, sub] : step.subgraphs) outer_names(*sub->graph, names);
+    for (const auto& [attr_name, sub] : step.subgraphs) graph::append_outer_scope_reads(*sub->graph, names);
     for (const std::string& name : names) {
       const int32_t id = graph.find_value(name);
       if (id >= 0) uses[static_cast<size_t>(id)] += 2;  // never placed
@@ -301,12 +287,7 @@ Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::
         if (node.inputs[i] == graph::kNoValue) continue;
         readers[static_cast<size_t>(node.inputs[i])].insert(reader_location(assigned[n], defs[n], i));
       }
-      std::vector<std::string> names;
-      for (const auto& [name, attr] : node.attributes) {
-        if (attr.g) outer_names(*attr.g, names);
-        for (const auto& g : attr.graphs) outer_names(*g, names);
-      }
-      for (const std::string& name : names) {
+      for (const std::string& name : graph::outer_scope_reads(node)) {
         const int32_t id = graph.find_value(name);
         if (id >= 0) readers[static_cast<size_t>(id)].insert(nullptr);
       }
@@ -474,7 +455,7 @@ Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::
     }
     if (step.kind == PlanStep::Kind::kNode) {
       std::vector<std::string> names;
-      for (const auto& [attr_name, sub] : step.subgraphs) outer_names(*sub->graph, names);
+      for (const auto& [attr_name, sub] : step.subgraphs) graph::append_outer_scope_reads(*sub->graph, names);
       for (const std::string& name : names) {
         const int32_t id = graph.find_value(name);
         if (id >= 0) last_use[static_cast<size_t>(id)] = static_cast<int64_t>(s);

@@ -233,6 +233,22 @@ static void check_tiny_cnn(const char* model_dir, float* probabilities, size_t* 
   CHECK(api->RunOptionsUnsetTerminate(run_options));
   printf("ok: RunOptionsSetTerminate stops a run\n");
 
+  /* A session's allocator: memory for the session's device, released before it. */
+  OnyxAllocator* session_allocator = NULL;
+  CHECK(api->CreateAllocator(session, cpu, &session_allocator));
+  void* block = NULL;
+  CHECK(api->AllocatorAlloc(session_allocator, 1000, &block));
+  memset(block, 1, 1000);
+  const OnyxMemoryInfo* allocator_info = NULL;
+  CHECK(api->AllocatorGetInfo(session_allocator, &allocator_info));
+  int same = -1;
+  CHECK(api->CompareMemoryInfo(allocator_info, cpu, &same));
+  EXPECT(same == 0);
+  CHECK(api->AllocatorFree(session_allocator, block));
+  api->ReleaseAllocator(session_allocator);
+  api->ReleaseAllocator(allocator); /* the default one: ignored */
+  printf("ok: a session's allocator\n");
+
   /* Metadata. */
   OnyxModelMetadata* metadata = NULL;
   CHECK(api->SessionGetModelMetadata(session, &metadata));
@@ -282,6 +298,9 @@ static void check_values(void) {
   char element[4];
   CHECK(api->GetStringTensorElement(strings, sizeof element, 2, element));
   EXPECT(length == 4 && memcmp(element, "runs", 4) == 0);
+  void* no_data = NULL;
+  expect_error(api->GetTensorMutableData(strings, &no_data), ONYX_INVALID_ARGUMENT, "GetStringTensorContent",
+               "GetTensorMutableData of a string tensor");
   printf("ok: string tensors\n");
 
   /* A sequence of two tensors, and a map. */

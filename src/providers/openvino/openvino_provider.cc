@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graph/subgraphs.h"
 #include "graph/to_proto.h"
 #include "model/writer.h"
 #include "providers/node_groups.h"
@@ -113,17 +114,10 @@ bool is_tensor_openvino_has(const graph::Graph& graph, int32_t v) {
   return to_ov_type(info.type.elem_type) != ov::element::dynamic;
 }
 
-bool has_subgraph(const graph::Node& node) {
-  for (const auto& [name, attr] : node.attributes) {
-    if (attr.g || !attr.graphs.empty()) return true;
-  }
-  return false;
-}
-
 // What OpenVINO could run at all, before asking it: tensors of types it has,
 // no subgraphs, no onyx-internal ops.
 bool may_claim(const graph::Graph& graph, const graph::Node& node) {
-  if (has_subgraph(node) || deny_reason(graph, node) != nullptr) return false;
+  if (graph::has_subgraphs(node) || deny_reason(graph, node) != nullptr) return false;
   if (node.domain.rfind("com.onyx", 0) == 0 || node.domain == "com.microsoft.nchwc") return false;
   for (int32_t v : node.inputs) {
     if (v != graph::kNoValue && !is_tensor_openvino_has(graph, v)) return false;
