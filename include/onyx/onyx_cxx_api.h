@@ -35,7 +35,7 @@
 #include <utility>
 #include <vector>
 
-#include "onyx_c_api.h"
+#include "onyx/onyx_c_api.h"
 
 namespace Onyx {
 
@@ -99,8 +99,8 @@ inline void ThrowOnError(OnyxStatus* status) {
 // ---- Ownership --------------------------------------------------------------
 
 namespace detail {
-#define ONYX_CXX_DEFINE_RELEASE(NAME)                                 \
-  inline void OnyxRelease(Onyx##NAME* handle) noexcept {              \
+#define ONYX_CXX_DEFINE_RELEASE(NAME)                                \
+  inline void OnyxRelease(Onyx##NAME* handle) noexcept {             \
     if (handle != nullptr) detail::ApiSlot()->Release##NAME(handle); \
   }
 ONYX_CXX_DEFINE_RELEASE(Status)
@@ -224,9 +224,9 @@ static_assert(sizeof(Float16_t) == 2 && sizeof(BFloat16_t) == 2, "16-bit element
 // The ONNX element type of a C++ type (CreateTensor<T>).
 template <typename T>
 struct TypeToTensorType;
-#define ONYX_CXX_TENSOR_TYPE(CXX, ONNX) \
-  template <>                           \
-  struct TypeToTensorType<CXX> {        \
+#define ONYX_CXX_TENSOR_TYPE(CXX, ONNX)                                                     \
+  template <>                                                                               \
+  struct TypeToTensorType<CXX> {                                                            \
     static constexpr ONNXTensorElementDataType type = ONNX_TENSOR_ELEMENT_DATA_TYPE_##ONNX; \
   };
 ONYX_CXX_TENSOR_TYPE(float, FLOAT)
@@ -456,7 +456,8 @@ struct TensorTypeAndShapeInfoImpl : Base<T> {
 };
 }  // namespace detail
 
-using ConstTensorTypeAndShapeInfo = detail::TensorTypeAndShapeInfoImpl<detail::Unowned<const OnyxTensorTypeAndShapeInfo>>;
+using ConstTensorTypeAndShapeInfo =
+    detail::TensorTypeAndShapeInfoImpl<detail::Unowned<const OnyxTensorTypeAndShapeInfo>>;
 
 struct TensorTypeAndShapeInfo : detail::TensorTypeAndShapeInfoImpl<OnyxTensorTypeAndShapeInfo> {
   explicit TensorTypeAndShapeInfo(std::nullptr_t) noexcept {}
@@ -1031,21 +1032,19 @@ struct Session : Base<OnyxSession> {
   }
   // The same, into `output_values`: an empty Value receives a new one, a
   // tensor (of the output's type and shape) is written in place.
-  void Run(const RunOptions& run_options, const char* const* input_names, const Value* input_values,
-           size_t input_count, const char* const* output_names, Value* output_values, size_t output_count) {
+  void Run(const RunOptions& run_options, const char* const* input_names, const Value* input_values, size_t input_count,
+           const char* const* output_names, Value* output_values, size_t output_count) {
     // A Value is exactly its handle (static_assert above), so arrays of
     // Values are arrays of handles.
     ThrowOnError(GetApi().Run(p_, run_options, input_names, reinterpret_cast<const OnyxValue* const*>(input_values),
-                              input_count, output_names, output_count,
-                              reinterpret_cast<OnyxValue**>(output_values)));
+                              input_count, output_names, output_count, reinterpret_cast<OnyxValue**>(output_values)));
   }
   void Run(const RunOptions& run_options, const IoBinding& binding);
 
  private:
-  using CountFunction = OnyxStatus*(ONYX_API_CALL*)(const OnyxSession*, size_t*) ONYX_NO_EXCEPTION;
-  using NameFunction = OnyxStatus*(ONYX_API_CALL*)(const OnyxSession*, size_t, OnyxAllocator*,
-                                                   char**) ONYX_NO_EXCEPTION;
-  using TypeFunction = OnyxStatus*(ONYX_API_CALL*)(const OnyxSession*, size_t, OnyxTypeInfo**) ONYX_NO_EXCEPTION;
+  using CountFunction = OnyxStatus*(ONYX_API_CALL*)(const OnyxSession*, size_t*)ONYX_NO_EXCEPTION;
+  using NameFunction = OnyxStatus*(ONYX_API_CALL*)(const OnyxSession*, size_t, OnyxAllocator*, char**)ONYX_NO_EXCEPTION;
+  using TypeFunction = OnyxStatus*(ONYX_API_CALL*)(const OnyxSession*, size_t, OnyxTypeInfo**)ONYX_NO_EXCEPTION;
 
   size_t Count(CountFunction function) const {
     size_t out = 0;
@@ -1097,7 +1096,8 @@ struct IoBinding : Base<OnyxIoBinding> {
     AllocatedStringPtr owned_buffer(buffer, detail::AllocatedFree(allocator));
     std::unique_ptr<size_t, detail::AllocatedFree> owned_lengths(lengths, detail::AllocatedFree(allocator));
     std::vector<std::string> names;
-    for (size_t i = 0, offset = 0; i < count; offset += lengths[i], ++i) names.emplace_back(buffer + offset, lengths[i]);
+    for (size_t i = 0, offset = 0; i < count; offset += lengths[i], ++i)
+      names.emplace_back(buffer + offset, lengths[i]);
     return names;
   }
   // The bound outputs after a run, as new values.
@@ -1226,7 +1226,7 @@ struct KernelContext {
 struct ShapeInferContext {
   // A dimension: a size, or a symbol ("batch") when the size is not known.
   struct SymbolicInteger {
-    SymbolicInteger(int64_t value) : value_(value), is_int_(true) {}  // NOLINT: implicit, as onnxruntime's
+    SymbolicInteger(int64_t value) : value_(value), is_int_(true) {}          // NOLINT: implicit, as onnxruntime's
     SymbolicInteger(const char* symbol) : symbol_(symbol), is_int_(false) {}  // NOLINT
     bool IsInt() const noexcept { return is_int_; }
     int64_t AsInt() const noexcept { return value_; }
