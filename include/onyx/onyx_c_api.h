@@ -35,7 +35,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ONYX_ABI_TEST_NEXT is defined only by the ABI test (tests/abi/): it
+   stands for the next version of this header, with one function appended
+   to the table. Never define it in a program of your own. */
+#ifdef ONYX_ABI_TEST_NEXT
+#define ONYX_API_VERSION 2
+#else
 #define ONYX_API_VERSION 1
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -550,6 +557,11 @@ struct OnyxApi {
   ONYX_API_STATUS(SessionGetProviders, const OnyxSession* session, char*** out, int* provider_length);
 
   /* Members after this line were added after version 1 (none yet). */
+#ifdef ONYX_ABI_TEST_NEXT
+  /* The ABI test's version 2: one function appended, as a real version 2
+     would append its own. Returns "appended in version 2"; static. */
+  const char*(ONYX_API_CALL* AbiTestAppended)(void)ONYX_NO_EXCEPTION;
+#endif
 };
 
 #ifdef __cplusplus

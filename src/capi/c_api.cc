@@ -1310,6 +1310,11 @@ OnyxStatus* ONYX_API_CALL RegisterCustomOpsUsingFunction(OnyxSessionOptions* opt
 
 namespace {
 
+#ifdef ONYX_ABI_TEST_NEXT
+// The ABI test's library (libonyx_abi_next.so): version 2's appended function.
+const char* ONYX_API_CALL AbiTestAppended() noexcept { return "appended in version 2"; }
+#endif
+
 const OnyxApi kApi = {
     CreateStatus,
     GetErrorCode,
@@ -1458,6 +1463,9 @@ const OnyxApi kApi = {
     ReleaseAvailableProviders,
     GetBuildInfoString,
     SessionGetProviders,
+#ifdef ONYX_ABI_TEST_NEXT
+    AbiTestAppended,
+#endif
 };
 
 const OnyxApi* ONYX_API_CALL get_api(uint32_t version) noexcept {
