@@ -34,5 +34,11 @@ if grep -rn '#include "' include/onyx | grep -v '#include "onyx/'; then
   echo "layering: a public header under include/onyx/ includes something outside it"
   status=1
 fi
+# Language bindings see onyx through its C API alone: onyx/onyx_c_api.h and
+# their own headers, nothing of src/ nor the C++ API.
+if grep -rn '#include "' java/native 2>/dev/null | grep -v -e '#include "onyx/onyx_c_api.h"' -e '#include "[A-Za-z_]*\.h"'; then
+  echo "layering: a binding's native code includes more of onyx than include/onyx/onyx_c_api.h"
+  status=1
+fi
 [ "$status" -eq 0 ] && echo "layering: every include points down the layers"
 exit "$status"

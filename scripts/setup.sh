@@ -9,6 +9,7 @@ command -v cmake >/dev/null || need_apt+=(cmake)
 command -v ninja >/dev/null || need_apt+=(ninja-build)
 command -v g++ >/dev/null || need_apt+=(g++)
 command -v ccache >/dev/null || need_apt+=(ccache)
+command -v javac >/dev/null || need_apt+=(default-jdk-headless)  # the Java binding (java/)
 [ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
 command -v python3 >/dev/null || need_apt+=(python3 python3-dev python3-pip python3-venv)
 # The Python extension needs Python.h; pip may be missing from a bare python3.
