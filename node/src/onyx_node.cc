@@ -754,7 +754,11 @@ OnyxValue* value_of_tensor(napi_env env, napi_value tensor, const std::string& w
   if (type->onnx == ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING) {
     const std::vector<std::string> texts = strings(env, data, what + "'s data");
     std::vector<const char*> pointers;
-    for (const std::string& s : texts) pointers.push_back(s.c_str());
+    for (const std::string& s : texts) {
+      // The C API takes NUL-terminated strings: refuse what it would cut short.
+      if (s.find('\0') != std::string::npos) throw TypeError{what + " holds a string with a NUL character"};
+      pointers.push_back(s.c_str());
+    }
     check(g_api->CreateTensorAsOnyxValue(default_allocator(), dims.data(), dims.size(), type->onnx, &value));
     if (OnyxStatus* status = g_api->FillStringTensor(value, pointers.data(), pointers.size())) {
       g_api->ReleaseValue(value);
