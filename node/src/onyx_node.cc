@@ -13,6 +13,7 @@
 #include <node_api.h>
 
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,21 +47,22 @@ struct OnyxFailure {
 };
 
 const char* code_name(OnyxErrorCode code) {
-  switch (code) {
-    case ONYX_OK: return "ONYX_OK";
-    case ONYX_FAIL: return "ONYX_FAIL";
-    case ONYX_INVALID_ARGUMENT: return "ONYX_INVALID_ARGUMENT";
-    case ONYX_NO_SUCHFILE: return "ONYX_NO_SUCHFILE";
-    case ONYX_NO_MODEL: return "ONYX_NO_MODEL";
-    case ONYX_ENGINE_ERROR: return "ONYX_ENGINE_ERROR";
-    case ONYX_RUNTIME_EXCEPTION: return "ONYX_RUNTIME_EXCEPTION";
-    case ONYX_INVALID_PROTOBUF: return "ONYX_INVALID_PROTOBUF";
-    case ONYX_MODEL_LOADED: return "ONYX_MODEL_LOADED";
-    case ONYX_NOT_IMPLEMENTED: return "ONYX_NOT_IMPLEMENTED";
-    case ONYX_INVALID_GRAPH: return "ONYX_INVALID_GRAPH";
-    case ONYX_EP_FAIL: return "ONYX_EP_FAIL";
-  }
-  return "ONYX_FAIL";
+  static const char* const kNames[] = {
+      "ONYX_OK",
+      "ONYX_FAIL",
+      "ONYX_INVALID_ARGUMENT",
+      "ONYX_NO_SUCHFILE",
+      "ONYX_NO_MODEL",
+      "ONYX_ENGINE_ERROR",
+      "ONYX_RUNTIME_EXCEPTION",
+      "ONYX_INVALID_PROTOBUF",
+      "ONYX_MODEL_LOADED",
+      "ONYX_NOT_IMPLEMENTED",
+      "ONYX_INVALID_GRAPH",
+      "ONYX_EP_FAIL",
+  };
+  const size_t index = static_cast<size_t>(code);
+  return index < std::size(kNames) ? kNames[index] : "ONYX_FAIL";
 }
 
 void check(napi_status status) {
@@ -271,36 +273,32 @@ const ElementType* element_type(ONNXTensorElementDataType onnx) {
 // ones without a Tensor type in JS get ONNX's lower-case name.
 const char* element_type_name(ONNXTensorElementDataType onnx) {
   if (const ElementType* type = element_type(onnx)) return type->name;
-  switch (onnx) {
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_COMPLEX64: return "complex64";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_COMPLEX128: return "complex128";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16: return "bfloat16";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E4M3FN: return "float8e4m3fn";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E4M3FNUZ: return "float8e4m3fnuz";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E5M2: return "float8e5m2";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E5M2FNUZ: return "float8e5m2fnuz";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT4: return "uint4";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT4: return "int4";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT4E2M1: return "float4e2m1";
-    default: return "undefined";
+  static const std::pair<ONNXTensorElementDataType, const char*> kOthers[] = {
+      {ONNX_TENSOR_ELEMENT_DATA_TYPE_COMPLEX64, "complex64"},
+      {ONNX_TENSOR_ELEMENT_DATA_TYPE_COMPLEX128, "complex128"},
+      {ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16, "bfloat16"},
+      {ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E4M3FN, "float8e4m3fn"},
+      {ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E4M3FNUZ, "float8e4m3fnuz"},
+      {ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E5M2, "float8e5m2"},
+      {ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E5M2FNUZ, "float8e5m2fnuz"},
+      {ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT4, "uint4"},
+      {ONNX_TENSOR_ELEMENT_DATA_TYPE_INT4, "int4"},
+      {ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT4E2M1, "float4e2m1"},
+  };
+  for (const auto& [type, name] : kOthers) {
+    if (type == onnx) return name;
   }
+  return "undefined";
 }
 
 const char* typed_array_name(napi_typedarray_type type) {
-  switch (type) {
-    case napi_int8_array: return "Int8Array";
-    case napi_uint8_array: return "Uint8Array";
-    case napi_uint8_clamped_array: return "Uint8ClampedArray";
-    case napi_int16_array: return "Int16Array";
-    case napi_uint16_array: return "Uint16Array";
-    case napi_int32_array: return "Int32Array";
-    case napi_uint32_array: return "Uint32Array";
-    case napi_float32_array: return "Float32Array";
-    case napi_float64_array: return "Float64Array";
-    case napi_bigint64_array: return "BigInt64Array";
-    case napi_biguint64_array: return "BigUint64Array";
-  }
-  return "typed array";
+  // napi_typedarray_type's values, in order.
+  static const char* const kNames[] = {
+      "Int8Array",   "Uint8Array",   "Uint8ClampedArray", "Int16Array",    "Uint16Array",    "Int32Array",
+      "Uint32Array", "Float32Array", "Float64Array",      "BigInt64Array", "BigUint64Array",
+  };
+  const size_t index = static_cast<size_t>(type);
+  return index < std::size(kNames) ? kNames[index] : "typed array";
 }
 
 // ---- Session options -------------------------------------------------------------------
@@ -329,7 +327,7 @@ void apply_session_options(napi_env env, napi_value js, OnyxSessionOptions* opti
   }
   if (napi_value v = property(env, js, "enableCpuMemArena")) {
     check(to_bool(env, v, "enableCpuMemArena") ? g_api->EnableCpuMemArena(options)
-                                                : g_api->DisableCpuMemArena(options));
+                                               : g_api->DisableCpuMemArena(options));
   }
   if (napi_value v = property(env, js, "enableMemPattern")) {
     check(to_bool(env, v, "enableMemPattern") ? g_api->EnableMemPattern(options) : g_api->DisableMemPattern(options));
@@ -337,7 +335,8 @@ void apply_session_options(napi_env env, napi_value js, OnyxSessionOptions* opti
   if (napi_value v = property(env, js, "profileFilePrefix")) {
     check(g_api->EnableProfiling(options, to_string(env, v, "profileFilePrefix").c_str()));
   }
-  if (napi_value v = property(env, js, "logId")) check(g_api->SetSessionLogId(options, to_string(env, v, "logId").c_str()));
+  if (napi_value v = property(env, js, "logId"))
+    check(g_api->SetSessionLogId(options, to_string(env, v, "logId").c_str()));
   if (napi_value v = property(env, js, "logSeverityLevel")) {
     check(g_api->SetSessionLogSeverityLevel(options, static_cast<int>(to_int64(env, v, "logSeverityLevel"))));
   }
@@ -355,7 +354,8 @@ void apply_session_options(napi_env env, napi_value js, OnyxSessionOptions* opti
   if (napi_value v = property(env, js, "configEntries")) {
     std::vector<std::string> keys, values;
     pairs(env, v, "extra", keys, values);
-    for (size_t i = 0; i < keys.size(); ++i) check(g_api->AddSessionConfigEntry(options, keys[i].c_str(), values[i].c_str()));
+    for (size_t i = 0; i < keys.size(); ++i)
+      check(g_api->AddSessionConfigEntry(options, keys[i].c_str(), values[i].c_str()));
   }
   if (napi_value v = property(env, js, "executionProviders")) {
     for (napi_value provider : elements(env, v, "executionProviders")) {
@@ -773,8 +773,8 @@ OnyxValue* value_of_tensor(napi_env env, napi_value tensor, const std::string& w
   size_t length = 0;
   void* bytes = nullptr;
   check(napi_get_typedarray_info(env, data, &array_type, &length, &bytes, nullptr, nullptr));
-  const bool matches = array_type == type->array ||
-                       (type->array == napi_uint8_array && array_type == napi_uint8_clamped_array);
+  const bool matches =
+      array_type == type->array || (type->array == napi_uint8_array && array_type == napi_uint8_clamped_array);
   if (!matches) {
     throw TypeError{what + " of type '" + type_name + "' needs its data in a " + typed_array_name(type->array) +
                     ", not a " + typed_array_name(array_type)};
@@ -870,11 +870,13 @@ void apply_run_options(napi_env env, napi_value js, OnyxRunOptions* options) {
   if (napi_value v = property(env, js, "logSeverityLevel")) {
     check(g_api->RunOptionsSetRunLogSeverityLevel(options, static_cast<int>(to_int64(env, v, "logSeverityLevel"))));
   }
-  if (napi_value v = property(env, js, "tag")) check(g_api->RunOptionsSetRunTag(options, to_string(env, v, "tag").c_str()));
+  if (napi_value v = property(env, js, "tag"))
+    check(g_api->RunOptionsSetRunTag(options, to_string(env, v, "tag").c_str()));
   if (napi_value v = property(env, js, "configEntries")) {
     std::vector<std::string> keys, values;
     pairs(env, v, "extra", keys, values);
-    for (size_t i = 0; i < keys.size(); ++i) check(g_api->AddRunConfigEntry(options, keys[i].c_str(), values[i].c_str()));
+    for (size_t i = 0; i < keys.size(); ++i)
+      check(g_api->AddRunConfigEntry(options, keys[i].c_str(), values[i].c_str()));
   }
 }
 
