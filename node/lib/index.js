@@ -286,10 +286,12 @@ function nativeRunOptions(options) {
 const CONSTRUCTING = Symbol('onyx.InferenceSession');
 
 class InferenceSession {
+  #handle;
+
   // Use InferenceSession.create.
   constructor(token, native) {
     if (token !== CONSTRUCTING) throw new TypeError('Use InferenceSession.create(pathOrBuffer, options)');
-    this._handle = native.handle;
+    this.#handle = native.handle;
     this.inputNames = Object.freeze(native.inputNames);
     this.outputNames = Object.freeze(native.outputNames);
     this.inputMetadata = Object.freeze(native.inputMetadata);
@@ -361,7 +363,7 @@ class InferenceSession {
       if (!(tensor instanceof Tensor)) throw new TypeError(`fetches['${name}'] must be a Tensor or null`);
       return tensor;
     });
-    const results = await binding.run(this._handle, inputNames, inputs, outputNames, preallocated,
+    const results = await binding.run(this.#handle, inputNames, inputs, outputNames, preallocated,
       nativeRunOptions(options));
     const outputs = {};
     outputNames.forEach((name, i) => {
@@ -373,7 +375,7 @@ class InferenceSession {
 
   // Frees the session once the runs in flight are done; later runs reject.
   async release() {
-    binding.releaseSession(this._handle);
+    binding.releaseSession(this.#handle);
   }
 }
 

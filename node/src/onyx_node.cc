@@ -644,9 +644,9 @@ struct CreateSessionCall : AsyncCall {
                                : g_api->CreateSession(nullptr, path.c_str(), options.options, &session));
   }
   napi_value result(napi_env env) override {
-    napi_value js = session_object(env, session);
-    session = nullptr;  // the handle owns it now
-    return js;
+    // The handle session_object makes owns the session from the start, so
+    // that a failure there releases it once.
+    return session_object(env, std::exchange(session, nullptr));
   }
   void release_references(napi_env env) override {
     if (bytes_ref != nullptr) napi_delete_reference(env, bytes_ref);
