@@ -24,7 +24,11 @@ test('a missing model file rejects, naming it', async () => {
 });
 
 test('bytes that are not a model reject', async () => {
-  await assert.rejects(ort.InferenceSession.create(new Uint8Array([1, 2, 3, 4, 5])), /cannot load model/);
+  await assert.rejects(ort.InferenceSession.create(new Uint8Array([1, 2, 3, 4, 5])), (error) => {
+    assert.match(error.message, /cannot load model/);
+    assert.equal(error.code, 'ONYX_INVALID_PROTOBUF');
+    return true;
+  });
 });
 
 test('a missing input rejects with a message naming it', async () => {
