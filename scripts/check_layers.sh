@@ -34,5 +34,10 @@ if grep -rn '#include "' include/onyx | grep -v '#include "onyx/'; then
   echo "layering: a public header under include/onyx/ includes something outside it"
   status=1
 fi
+# The Node.js addon goes through the C API alone.
+if [ -d node/src ] && grep -rn '#include "' node/src | grep -v '#include "onyx/onyx_c_api.h"'; then
+  echo "layering: node/src includes something of onyx other than its C API (onyx/onyx_c_api.h)"
+  status=1
+fi
 [ "$status" -eq 0 ] && echo "layering: every include points down the layers"
 exit "$status"
