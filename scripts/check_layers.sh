@@ -40,5 +40,10 @@ if grep -rn '#include "' java/native 2>/dev/null | grep -v -e '#include "onyx/on
   echo "layering: a binding's native code includes more of onyx than include/onyx/onyx_c_api.h"
   status=1
 fi
+# The Node.js addon goes through the C API alone.
+if [ -d node/src ] && grep -rn '#include "' node/src | grep -v '#include "onyx/onyx_c_api.h"'; then
+  echo "layering: node/src includes something of onyx other than its C API (onyx/onyx_c_api.h)"
+  status=1
+fi
 [ "$status" -eq 0 ] && echo "layering: every include points down the layers"
 exit "$status"
