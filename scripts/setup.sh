@@ -26,6 +26,8 @@ have_header png.h || need_apt+=(libpng-dev)
 have_header tiffio.h || need_apt+=(libtiff-dev)
 have_header webp/decode.h || need_apt+=(libwebp-dev)
 have_header "openjpeg-2.*/openjpeg.h" || need_apt+=(libopenjp2-7-dev)
+# The C# binding (csharp/): Mono's compiler and runtime.
+{ command -v mcs >/dev/null && command -v mono >/dev/null; } || need_apt+=(mono-mcs mono-runtime)
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO=sudo
