@@ -35,6 +35,7 @@ internal static class OnyxTest
         Check("errors", () => CheckErrors(tinyCnn));
         Check("string tensors", CheckStrings);
         Check("sequences and maps", CheckSequencesAndMaps);
+        Check("sequence and map outputs", CheckSequenceOfMapsOutput);
         Check("outputs that are views of an input", CheckViewsOfInputs);
         Check("disposal", () => CheckDisposal(tinyCnn));
         if (args.Length == 3)
@@ -385,6 +386,34 @@ internal static class OnyxTest
         Ok("sequences and maps");
     }
 
+    private static void CheckSequenceOfMapsOutput()
+    {
+        // ZipMap (ai.onnx.ml) returns a sequence of maps: a list of
+        // DisposableNamedOnnxValues, each holding a Dictionary<long, float>.
+        using (var session = new InferenceSession(TinyModels.ZipMap()))
+        {
+            Expect(session.OutputMetadata["z"].OnnxValueType == OnnxValueType.ONNX_TYPE_SEQUENCE, "z is a sequence");
+            var scores = new DenseTensor<float>(new[] { 0.25f, 0.75f, 0.5f, 0.125f }, new[] { 2, 2 });
+            using (var results = session.Run(new[] { NamedOnnxValue.CreateFromTensor("x", scores) }))
+            {
+                var rows = results[0].AsEnumerable<DisposableNamedOnnxValue>().ToList();
+                Expect(rows.Count == 2, "two rows");
+                IDictionary<long, float> second = rows[1].AsDictionary<long, float>();
+                Expect(second != null && second.Count == 2 && second[10] == 0.5f && second[20] == 0.125f,
+                       "the second row's map");
+            }
+            using (OnyxValue x = OnyxValue.CreateTensorValueFromMemory(new[] { 1.0f, 2.0f }, new long[] { 1, 2 }))
+            using (var outputs = session.Run(null, new[] { "x" }, new[] { x }, new[] { "z" }))
+            using (OnyxValue map = outputs[0].GetValue(0, OnyxAllocator.DefaultInstance))
+            using (OnyxValue values = map.GetValue(1, OnyxAllocator.DefaultInstance))
+            {
+                Expect(map.OnnxType == OnnxValueType.ONNX_TYPE_MAP, "a map in the sequence");
+                Expect(values.GetTensorDataAsSpan<float>().ToArray().SequenceEqual(new[] { 1.0f, 2.0f }), "the map's values");
+            }
+        }
+        Ok("a sequence of maps (ZipMap) as a list of dictionaries and as OnyxValues");
+    }
+
     private static void CheckViewsOfInputs()
     {
         // Identity's output may be a view of the input: it must stay valid (the
@@ -501,6 +530,23 @@ internal static class TinyModels
     public static byte[] FloatIdentity()
     {
         return Identity(Float, 4);
+    }
+
+    /// <summary>z = ZipMap(x, classlabels_int64s=[10, 20]); x float [N, 2], z
+    /// seq(map(int64, float)).</summary>
+    public static byte[] ZipMap()
+    {
+        byte[] attribute = Concat(Bytes(1, "classlabels_int64s"), Varint(8, 10), Varint(8, 20), Varint(20, 7 /* INTS */));
+        byte[] node = Concat(Bytes(1, "x"), Bytes(2, "z"), Bytes(4, "ZipMap"), Bytes(5, attribute), Bytes(7, "ai.onnx.ml"));
+        byte[] inputShape = Concat(Bytes(1, Bytes(2, "N")), Bytes(1, Varint(1, 2)));
+        byte[] inputType = Bytes(1, Concat(Varint(1, Float), Bytes(2, inputShape)));
+        byte[] floatTensor = Bytes(1, Varint(1, Float));
+        byte[] mapType = Bytes(5, Concat(Varint(1, 7 /* int64 */), Bytes(2, floatTensor)));
+        byte[] outputType = Bytes(4, Bytes(1, mapType));
+        byte[] graph = Concat(Bytes(1, node), Bytes(2, "zipmap"), Bytes(11, Concat(Bytes(1, "x"), Bytes(2, inputType))),
+                              Bytes(12, Concat(Bytes(1, "z"), Bytes(2, outputType))));
+        return Concat(Varint(1, 8), Bytes(7, graph), Bytes(8, Concat(Bytes(1, ""), Varint(2, 17))),
+                      Bytes(8, Concat(Bytes(1, "ai.onnx.ml"), Varint(2, 1))));
     }
 
     private static byte[] Identity(int elementType, long size)
