@@ -32,6 +32,8 @@ internal static class OnyxTest
         Check("versions and providers", CheckEnvironment);
         Check("tiny_cnn through OnyxValues", () => CheckTinyCnn(tinyCnn));
         Check("tiny_cnn through NamedOnnxValues", () => CheckNamedValues(tinyCnn));
+        Check("runs from several threads", () => CheckConcurrentRuns(tinyCnn));
+        Check("initializers from managed memory", CheckAddInitializer);
         Check("errors", () => CheckErrors(tinyCnn));
         Check("string tensors", CheckStrings);
         Check("sequences and maps", CheckSequencesAndMaps);
@@ -260,6 +262,80 @@ internal static class OnyxTest
             }
             Ok("NamedOnnxValue run over a DenseTensor matches the OnyxValue run bit for bit");
         }
+    }
+
+    private static void CheckConcurrentRuns(string model)
+    {
+        // InferenceSession.Run is thread-safe: four threads, one session, each
+        // its own input and output, all giving the single-threaded result.
+        using (var session = new InferenceSession(model))
+        {
+            float[] image = TinyCnnImage();
+            float[] expected;
+            using (OnyxValue value = OnyxValue.CreateTensorValueFromMemory(image, ImageShape))
+            using (var outputs = session.Run(null, new[] { "image" }, new[] { value }, session.OutputNames.ToArray()))
+            {
+                expected = outputs[0].GetTensorDataAsSpan<float>().ToArray();
+            }
+            var errors = new List<Exception>();
+            var threads = Enumerable.Range(0, 4).Select(t => new System.Threading.Thread(() =>
+            {
+                try
+                {
+                    for (int i = 0; i < 10; ++i)
+                    {
+                        using (OnyxValue value = OnyxValue.CreateTensorValueFromMemory(TinyCnnImage(), ImageShape))
+                        using (var outputs = session.Run(null, new[] { "image" }, new[] { value }, session.OutputNames.ToArray()))
+                        {
+                            if (!outputs[0].GetTensorDataAsSpan<float>().ToArray().SequenceEqual(expected))
+                            {
+                                throw new CheckFailed("thread " + t + " run " + i + " differs");
+                            }
+                        }
+                    }
+                }
+                catch (Exception e)
+                {
+                    lock (errors)
+                    {
+                        errors.Add(e);
+                    }
+                }
+            })).ToList();
+            threads.ForEach(t => t.Start());
+            threads.ForEach(t => t.Join());
+            Expect(errors.Count == 0, "concurrent runs: " + string.Join("; ", errors));
+        }
+        Ok("4 threads x 10 runs of one session agree");
+    }
+
+    private static void CheckAddInitializer()
+    {
+        // y = x + w, w an initializer of ones in the model, replaced by one over
+        // a managed array that stays pinned while the session lives, although
+        // the value and the options are disposed first.
+        float[] w = { 10, 20, 30, 40 };
+        InferenceSession session;
+        using (var options = new SessionOptions())
+        {
+            using (OnyxValue weights = OnyxValue.CreateTensorValueFromMemory(w, new long[] { 4 }))
+            {
+                options.AddInitializer("w", weights);
+            }
+            session = new InferenceSession(TinyModels.AddInitializer(), options);
+        }
+        using (session)
+        {
+            GC.Collect();
+            GC.WaitForPendingFinalizers();
+            var x = new DenseTensor<float>(new[] { 1.0f, 2.0f, 3.0f, 4.0f }, new[] { 4 });
+            using (var results = session.Run(new[] { NamedOnnxValue.CreateFromTensor("x", x) }))
+            {
+                float[] y = results[0].AsTensor<float>().ToArray();
+                Expect(y.SequenceEqual(new[] { 11.0f, 22.0f, 33.0f, 44.0f }), "y = x + the added initializer: " + string.Join(",", y));
+            }
+        }
+        Ok("SessionOptions.AddInitializer over a managed array");
     }
 
     private static void CheckErrors(string model)
@@ -547,6 +623,22 @@ internal static class TinyModels
                               Bytes(12, Concat(Bytes(1, "z"), Bytes(2, outputType))));
         return Concat(Varint(1, 8), Bytes(7, graph), Bytes(8, Concat(Bytes(1, ""), Varint(2, 17))),
                       Bytes(8, Concat(Bytes(1, "ai.onnx.ml"), Varint(2, 1))));
+    }
+
+    /// <summary>y = Add(x, w), x and y float [4], w an initializer of ones.</summary>
+    public static byte[] AddInitializer()
+    {
+        byte[] node = Concat(Bytes(1, "x"), Bytes(1, "w"), Bytes(2, "y"), Bytes(4, "Add"));
+        var ones = new byte[16];
+        for (int i = 0; i < 4; ++i)
+        {
+            BitConverter.GetBytes(1.0f).CopyTo(ones, 4 * i);
+        }
+        // TensorProto: dims 1, data_type 2, name 8, raw_data 9 (little-endian).
+        byte[] initializer = Concat(Varint(1, 4), Varint(2, Float), Bytes(8, "w"), Bytes(9, ones));
+        byte[] graph = Concat(Bytes(1, node), Bytes(2, "add"), Bytes(5, initializer),
+                              Bytes(11, ValueInfo("x", Float, 4)), Bytes(12, ValueInfo("y", Float, 4)));
+        return Concat(Varint(1, 8), Bytes(7, graph), Bytes(8, Concat(Bytes(1, ""), Varint(2, 17))));
     }
 
     private static byte[] Identity(int elementType, long size)
