@@ -19,6 +19,11 @@ the reference) with the largest absolute difference.
 
 --onyx-level disable measures onyx with GraphOptimizationLevel ORT_DISABLE_ALL
 against onyx with ORT_ENABLE_ALL instead (what the graph optimizer buys).
+--baseline-onyx-path OTHER/python measures another build of onyx (an older
+commit's) against this one instead, to show that a change costs no speed:
+
+    git worktree add /tmp/base OLD && cmake -S /tmp/base -B /tmp/base/build -G Ninja && ninja -C /tmp/base/build
+    python bench/run_models.py --onyx-path build/python --baseline-onyx-path /tmp/base/build/python --no-doc
 Results go into the "## Models" section of docs/performance.md (--no-doc to
 skip) and, with --json, into a JSON file.
 """
@@ -70,7 +75,7 @@ def child_main(spec_path: str) -> int:
                 key, _, value = kv.partition("=")
                 so.add_session_config_entry(key, value)
         else:
-            import onyx as rt
+            import onyx as rt  # this build, or the baseline build (PYTHONPATH)
 
             so = rt.SessionOptions()
             so.intra_op_num_threads = spec["threads"]
@@ -80,7 +85,7 @@ def child_main(spec_path: str) -> int:
                 else rt.GraphOptimizationLevel.ORT_ENABLE_ALL
             )
         result["version"] = rt.__version__
-        if engine == "onyx":
+        if engine.startswith("onyx"):
             # Which build ran: the time its native module was linked.
             native = getattr(getattr(rt, "_onyx", None), "__file__", None)
             if native:
@@ -208,8 +213,9 @@ def series_spec(args, engine: str, level: str, model: Path, inputs: Path, thread
     spec_path = work / f"{tag}.spec.json"
     spec_path.write_text(json.dumps(spec))
     env = dict(os.environ)
-    if engine == "onyx" and args.onyx_path:
-        env["PYTHONPATH"] = os.pathsep.join([str(args.onyx_path), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    onyx_path = args.baseline_onyx_path if engine == "onyx_baseline" else args.onyx_path
+    if engine.startswith("onyx") and onyx_path:
+        env["PYTHONPATH"] = os.pathsep.join([str(onyx_path), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     # Each engine sizes its own pool from intra_op_num_threads; keep OpenMP/BLAS
     # pools that a library might start from adding threads.
     env.setdefault("OMP_NUM_THREADS", str(threads))
@@ -386,10 +392,15 @@ def geomean(xs: list[float]) -> float:
 def render(args, rows: list[dict], meta: dict) -> str:
     """The Markdown block written into docs/performance.md."""
     levels = args.onyx_level == "disable"
+    baseline = args.baseline_onyx_path is not None
     a_name, b_name = ("onyx DISABLE_ALL", "onyx ALL") if levels else ("onnxruntime", "onyx")
+    if baseline:
+        a_name, b_name = "onyx baseline", "onyx"
     L = []
     if levels:
         L.append("### Graph optimizer: onyx at ORT_ENABLE_ALL against ORT_DISABLE_ALL\n")
+    elif baseline:
+        L.append(f"### onyx against another build of onyx ({args.baseline_onyx_path})\n")
     else:
         L.append("### onyx against onnxruntime\n")
     m = meta["machine"]
@@ -410,7 +421,9 @@ def render(args, rows: list[dict], meta: dict) -> str:
            f"turns' medians), the engines' processes alternating turn by turn with {args.turn_pause:g} s between turns; "
            if args.turns > 1 else "), the engines alternating series by series; ")
         + "the range is the lowest and highest series median. "
-        + ("Ratio = ALL / DISABLE_ALL latency (below 1: the optimizer helps). " if levels else "Ratio = onyx / onnxruntime latency (below 1: onyx is faster). ")
+        + ("Ratio = ALL / DISABLE_ALL latency (below 1: the optimizer helps). " if levels
+           else "Ratio = onyx / baseline latency (below 1: this build is faster). " if baseline
+           else "Ratio = onyx / onnxruntime latency (below 1: onyx is faster). ")
         + "Create = session creation; RSS = peak resident memory of the series' process, Python and numpy included. "
         + f"Outputs compared with rtol {RTOL:g}, atol {ATOL:g}, {a_name} as the reference."
     )
@@ -502,6 +515,8 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=3, help="untimed runs before timing (default 3)")
     ap.add_argument("--min-runs", type=int, default=10)
     ap.add_argument("--max-runs", type=int, default=500)
+    ap.add_argument("--baseline-onyx-path", type=Path, default=None,
+                    help="measure the onyx build whose package is in this folder against --onyx-path's instead of onnxruntime")
     ap.add_argument("--onyx-level", choices=["all", "disable"], default="all",
                     help="all: onyx (ORT_ENABLE_ALL) against onnxruntime; disable: onyx ORT_DISABLE_ALL against onyx ORT_ENABLE_ALL")
     ap.add_argument("--ort-config", action="append", default=[], metavar="KEY=VALUE",
@@ -522,7 +537,10 @@ def main() -> int:
     models = find_models(args)
     if not models:
         sys.exit(f"no models: run bench/zoo/make_zoo.py first (looked in {args.zoo} and {args.light})")
-    if args.onyx_level == "disable":
+    if args.baseline_onyx_path is not None:
+        engines = [("a", "onyx_baseline", "all"), ("b", "onyx", "all")]
+        args.no_doc = True  # a check of a change, not the project's table
+    elif args.onyx_level == "disable":
         engines = [("a", "onyx", "disable"), ("b", "onyx", "all")]
     else:
         engines = [("a", "onnxruntime", "all"), ("b", "onyx", "all")]
@@ -591,7 +609,7 @@ def main() -> int:
     meta["onyx"] = versions[0] if versions else "unknown"
     built = [r["b"]["built"] for r in rows if r["b"] and r["b"].get("built")]
     meta["onyx_built"] = built[0] if built else "?"
-    if args.onyx_level == "all":
+    if args.onyx_level == "all" and args.baseline_onyx_path is None:
         ort_v = [r["a"]["version"] for r in rows if r["a"] and r["a"].get("version")]
         if ort_v:
             meta["onnxruntime"] = ort_v[0]

@@ -2,8 +2,10 @@
 // written for it read the same.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +13,8 @@
 #include "onyx/tensor.h"
 
 namespace onyx {
+
+class KernelRegistry;
 
 enum class GraphOptimizationLevel : int {
   kDisableAll = 0,
@@ -47,12 +51,43 @@ struct SessionOptions {
   // Tensors that replace the model's initializers of the same name, type and
   // shape (onnxruntime's add_initializer). The session shares their buffers.
   std::vector<std::pair<std::string, Tensor>> initializer_overrides;
+  // Kernels of users' operators (custom ops), one registry per custom op
+  // domain, made by the C API (AddCustomOpDomain, RegisterCustomOpsLibrary_V2)
+  // or register_custom_ops_library(). They run on the CPU provider and take
+  // precedence over its own kernels for the same op.
+  std::vector<std::shared_ptr<const KernelRegistry>> custom_op_registries;
+};
+
+// A flag one thread sets while another reads it (RunOptions::terminate).
+// Copies take the value, not the identity.
+class AtomicFlag {
+ public:
+  AtomicFlag() = default;
+  AtomicFlag(bool value) : value_(value) {}  // NOLINT: assigned like a bool
+  AtomicFlag(const AtomicFlag& other) : value_(other.get()) {}
+  AtomicFlag& operator=(const AtomicFlag& other) {
+    set(other.get());
+    return *this;
+  }
+  AtomicFlag& operator=(bool value) {
+    set(value);
+    return *this;
+  }
+  operator bool() const { return get(); }  // NOLINT
+  bool get() const { return value_.load(std::memory_order_relaxed); }
+  void set(bool value) { value_.store(value, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> value_{false};
 };
 
 struct RunOptions {
   int log_severity_level = 2;
   std::string run_tag;
-  bool terminate = false;  // set from another thread to stop a run between nodes
+  // Set from another thread to stop a run between nodes.
+  AtomicFlag terminate;
+  // onnxruntime's run config entries.
+  std::map<std::string, std::string> config_entries;
 };
 
 }  // namespace onyx

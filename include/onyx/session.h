@@ -127,6 +127,13 @@ class InferenceSession {
   std::unique_ptr<Impl> impl_;
 };
 
+// Loads a custom-operator library (a shared library exporting
+// RegisterCustomOps, as include/onyx/onyx_c_api.h describes) and adds its
+// operators to `options` (onnxruntime's register_custom_ops_library). The
+// library stays loaded for the rest of the process. Throws onyx::Error when
+// it cannot be loaded or its registration fails.
+void register_custom_ops_library(SessionOptions& options, const std::string& path);
+
 // Names of the providers this build can use, most preferred first.
 std::vector<std::string> available_providers();
 // Registers the simulated test device's providers (TestDeviceExecutionProvider,

@@ -169,6 +169,16 @@ class SessionOptions:
         for name, value in zip(names, values):
             self.add_initializer(name, value)
 
+    def register_custom_ops_library(self, library_path: str) -> None:
+        """Loads a shared library of custom operators (it exports
+        ``RegisterCustomOps``, as onyx's C API describes) and makes its
+        operators available to sessions created with these options. The
+        library stays loaded for the rest of the process."""
+        path = os.fspath(library_path)
+        if not isinstance(path, str):
+            raise TypeError(f"register_custom_ops_library takes a path, got {type(library_path).__name__}")
+        self._options.register_custom_ops_library(path)
+
     def __repr__(self) -> str:
         return (
             f"SessionOptions(graph_optimization_level={self.graph_optimization_level}, "

@@ -499,6 +499,9 @@ NB_MODULE(_onyx, m) {
             o.initializer_overrides.emplace_back(name, value.tensor());
           },
           nb::arg("name"), nb::arg("value"))
+      .def(
+          "register_custom_ops_library",
+          [](SessionOptions& o, const std::string& path) { register_custom_ops_library(o, path); }, nb::arg("path"))
       .def_prop_ro("initializer_override_names", [](const SessionOptions& o) {
         std::vector<std::string> names;
         for (const auto& entry : o.initializer_overrides) names.push_back(entry.first);
@@ -509,7 +512,9 @@ NB_MODULE(_onyx, m) {
       .def(nb::init<>())
       .def_rw("log_severity_level", &RunOptions::log_severity_level)
       .def_rw("run_tag", &RunOptions::run_tag)
-      .def_rw("terminate", &RunOptions::terminate);
+      .def_prop_rw(
+          "terminate", [](const RunOptions& o) { return o.terminate.get(); },
+          [](RunOptions& o, bool value) { o.terminate.set(value); });
 
   nb::class_<ValueType>(m, "ValueType")
       .def_prop_ro("kind", [](const ValueType& t) { return static_cast<int>(t.kind); })

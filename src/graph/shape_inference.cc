@@ -724,6 +724,10 @@ Status infer_graph(Graph& graph, const Scope* parent, const InferenceOptions& op
       auto it = table.find(key);
       if (it != table.end()) status = it->second(ctx);
     }
+    if (schema == nullptr && options.external && !has_subgraphs(node)) {
+      Result<bool> known = options.external(node, ctx.inputs_, ctx.outputs_);
+      if (!known.is_ok()) status = known.status();
+    }
     if (!status.is_ok()) {
       if (options.error_on_mismatch) return status;
       // Keep going with what the schema alone says.

@@ -2,10 +2,20 @@
 // node output from the graph inputs, initializers and each op's semantics.
 #pragma once
 
+#include <functional>
+#include <vector>
+
 #include "graph/graph.h"
 #include "onyx/status.h"
 
 namespace onyx::graph {
+
+// Inference for ops the schema table does not define (users' custom ops):
+// from the node and its inputs' types and shapes (nullptr for an omitted
+// input), fills `outputs` (one per node output) and returns true, or
+// returns false when it does not know the op.
+using ExternalInference = std::function<Result<bool>(const Node& node, const std::vector<const TypeAndShape*>& inputs,
+                                                     std::vector<TypeAndShape>& outputs)>;
 
 struct InferenceOptions {
   // When a declared shape (value_info, graph output) and an inferred one are
@@ -22,6 +32,8 @@ struct InferenceOptions {
   // Models of IR version < 4 list every initializer as an input: set this
   // for them, and those initializers count as constants.
   bool initializers_in_inputs_are_constant = false;
+  // Consulted for nodes without a schema; may be empty.
+  ExternalInference external;
 };
 
 // Walks graph.nodes in order (they must be topologically sorted) and infers

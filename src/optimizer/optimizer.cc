@@ -334,6 +334,7 @@ Result<std::vector<PassStatistics>> run_passes(graph::Graph& graph, std::vector<
   graph::InferenceOptions inference;
   inference.error_on_mismatch = false;
   inference.initializers_in_inputs_are_constant = options.initializers_in_inputs_are_constant;
+  inference.external = options.external_inference;
 
   std::unordered_map<std::string, size_t> stat_index;
   auto stats_for = [&](const std::string& name) -> PassStatistics& {

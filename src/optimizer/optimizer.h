@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/shape_inference.h"
 #include "model/onnx_proto.h"
 #include "onyx/options.h"
 #include "onyx/status.h"
@@ -58,6 +59,8 @@ struct OptimizerOptions {
   // Same meaning as graph::InferenceOptions: initializers listed as graph
   // inputs (IR version < 4) are constants all the same.
   bool initializers_in_inputs_are_constant = false;
+  // Shapes of ops without a schema (users' custom ops), as for graph::infer_shapes.
+  graph::ExternalInference external_inference;
 };
 
 struct PassStatistics {

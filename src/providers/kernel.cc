@@ -152,6 +152,19 @@ Status KernelRegistry::add(KernelDef def) {
 }
 
 const KernelDef* KernelRegistry::find(const graph::Graph& graph, const graph::Node& node, std::string* why_not) const {
+  const KernelDef* own = find_own(graph, node, why_not);
+  if (own != nullptr || base_ == nullptr) return own;
+  return base_->find(graph, node, why_not);
+}
+
+const KernelDef* KernelRegistry::find(const std::string& domain, const std::string& op_type, int version) const {
+  const KernelDef* own = find_own(domain, op_type, version);
+  if (own != nullptr || base_ == nullptr) return own;
+  return base_->find(domain, op_type, version);
+}
+
+const KernelDef* KernelRegistry::find_own(const graph::Graph& graph, const graph::Node& node,
+                                          std::string* why_not) const {
   const KernelDef* best = nullptr;
   for (const KernelDef& def : defs_) {
     if (def.domain != node.domain || def.op_type != node.op_type) continue;
@@ -173,7 +186,7 @@ const KernelDef* KernelRegistry::find(const graph::Graph& graph, const graph::No
   return best;
 }
 
-const KernelDef* KernelRegistry::find(const std::string& domain, const std::string& op_type, int version) const {
+const KernelDef* KernelRegistry::find_own(const std::string& domain, const std::string& op_type, int version) const {
   const KernelDef* best = nullptr;
   for (const KernelDef& def : defs_) {
     if (def.domain != domain || def.op_type != op_type) continue;
@@ -185,7 +198,8 @@ const KernelDef* KernelRegistry::find(const std::string& domain, const std::stri
 
 bool KernelRegistry::has_op(const std::string& domain, const std::string& op_type) const {
   return std::any_of(defs_.begin(), defs_.end(),
-                     [&](const KernelDef& d) { return d.domain == domain && d.op_type == op_type; });
+                     [&](const KernelDef& d) { return d.domain == domain && d.op_type == op_type; }) ||
+         (base_ != nullptr && base_->has_op(domain, op_type));
 }
 
 KernelRegistry& cpu_kernel_registry() {

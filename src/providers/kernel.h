@@ -11,6 +11,7 @@
 
 #include "common/thread_pool.h"
 #include "graph/graph.h"
+#include "graph/shape_inference.h"
 #include "onyx/status.h"
 #include "onyx/value.h"
 #include "providers/stream.h"
@@ -166,6 +167,9 @@ struct KernelDef {
   // the device.
   std::vector<size_t> host_inputs;
   std::vector<size_t> host_outputs;
+  // Shape inference for an op without an ONNX schema (users' custom ops);
+  // empty for the others.
+  graph::ExternalInference infer;
 
   bool input_on_host(size_t i) const;
   bool output_on_host(size_t i) const;
@@ -186,15 +190,24 @@ class KernelRegistry {
   const KernelDef* find(const std::string& domain, const std::string& op_type, int version) const;
   // True when some version of the op is registered.
   bool has_op(const std::string& domain, const std::string& op_type) const;
+  // Its own definitions (not its base's).
   const std::vector<KernelDef>& all() const { return defs_; }
+  // A registry consulted after this one's own definitions (a session's
+  // custom ops over the CPU kernels): find and has_op see both, this
+  // registry's definitions first.
+  void set_base(const KernelRegistry* base) { base_ = base; }
   // Definitions refused at static-initialisation time (registrars cannot
   // report an error there); a provider checks it when it is created.
   const std::vector<std::string>& refused() const { return refused_; }
   void note_refused(std::string message) { refused_.push_back(std::move(message)); }
 
  private:
+  const KernelDef* find_own(const graph::Graph& graph, const graph::Node& node, std::string* why_not) const;
+  const KernelDef* find_own(const std::string& domain, const std::string& op_type, int version) const;
+
   std::vector<KernelDef> defs_;
   std::vector<std::string> refused_;
+  const KernelRegistry* base_ = nullptr;
 };
 
 // The CPU provider's registry, filled by the registrars in each kernel file.

@@ -41,6 +41,17 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
   // Before IR version 4 every initializer was also listed as an input, and
   // was a constant all the same.
   inference.initializers_in_inputs_are_constant = model.ir_version < 4;
+  // Users' custom ops infer their outputs' types and shapes themselves.
+  if (!options.custom_op_registries.empty()) {
+    inference.external = [&options](const graph::Node& node, const std::vector<const graph::TypeAndShape*>& inputs,
+                                    std::vector<graph::TypeAndShape>& outputs) -> Result<bool> {
+      for (const auto& registry : options.custom_op_registries) {
+        const KernelDef* def = registry->find(node.domain, node.op_type, node.since_version);
+        if (def != nullptr && def->infer) return def->infer(node, inputs, outputs);
+      }
+      return false;
+    };
+  }
   ONYX_RETURN_IF_ERROR(apply_model_overrides(graph, *model.graph, options));
   ONYX_RETURN_IF_ERROR(graph::infer_shapes(graph, inference));
   if (verbose) log_memory_usage("shape inference");
@@ -60,6 +71,7 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
   optimization.verify_after_each_pass = true;
 #endif
   optimization.initializers_in_inputs_are_constant = inference.initializers_in_inputs_are_constant;
+  optimization.external_inference = inference.external;
   auto budget = options.config_entries.find("onyx.constant_folding_budget_bytes");
   if (budget != options.config_entries.end()) {
     try {

@@ -103,6 +103,29 @@ TEST(KernelRegistry, MatchesNodesByTypeAsWellAsVersion) {
   EXPECT_NE(why.find("int32"), std::string::npos) << why;
 }
 
+TEST(KernelRegistry, AnOverlayComesBeforeItsBase) {
+  ModelBuilder b(17);
+  b.input("x", {2}).output("y").output("z");
+  b.node("Relu", {"x"}, {"y"}).node("Sigmoid", {"x"}, {"z"});
+  auto g = testing::load_graph(b.proto());
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  KernelRegistry overlay;
+  KernelDef d;
+  d.op_type = "Relu";
+  d.since_version = 1;
+  d.factory = [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> { return not_implemented("unused"); };
+  ASSERT_TRUE(overlay.add(d).is_ok());
+  EXPECT_EQ(overlay.find(**g, (*g)->nodes[1]), nullptr);  // no base yet
+  overlay.set_base(&cpu_kernel_registry());
+  const KernelDef* relu = overlay.find(**g, (*g)->nodes[0]);
+  ASSERT_NE(relu, nullptr);
+  EXPECT_EQ(relu, &overlay.all()[0]);  // its own definition, not the CPU's
+  EXPECT_EQ(overlay.find(**g, (*g)->nodes[1]), cpu_kernel_registry().find(**g, (*g)->nodes[1]));
+  EXPECT_TRUE(overlay.has_op("", "Sigmoid"));
+  EXPECT_EQ(overlay.find("", "Sigmoid", 13), cpu_kernel_registry().find("", "Sigmoid", 13));
+  EXPECT_EQ(overlay.all().size(), 1u);
+}
+
 TEST_F(ProviderTest, SplitModelMatchesTheCpuWithCopiesOnlyAtTheBoundaries) {
   auto cpu = InferenceSession::from_bytes(split_model());
   auto mixed = InferenceSession::from_bytes(split_model(), {}, on(testing::kTestDeviceProvider));

@@ -66,14 +66,17 @@ class CpuProvider final : public ExecutionProvider {
   // With an arena (SessionOptions::enable_cpu_mem_arena), host buffers come
   // from the session's own ArenaAllocator over the process's host allocator;
   // tensors keep it alive, so outputs may outlive the session.
-  explicit CpuProvider(std::shared_ptr<ArenaAllocator> arena = nullptr) : arena_(std::move(arena)) {}
+  // `custom`: users' kernels (custom ops) over the CPU registry, or nullptr.
+  explicit CpuProvider(std::shared_ptr<ArenaAllocator> arena = nullptr,
+                       std::unique_ptr<KernelRegistry> custom = nullptr)
+      : arena_(std::move(arena)), custom_(std::move(custom)) {}
   std::string name() const override { return kCpuProviderName; }
   Device device() const override { return Device{}; }
   Allocator* allocator(MemoryType type) const override {
     if (type != MemoryType::kDefault) return nullptr;
     return arena_ ? static_cast<Allocator*>(arena_.get()) : cpu_allocator();
   }
-  const KernelRegistry& kernels() const override { return cpu_kernel_registry(); }
+  const KernelRegistry& kernels() const override { return custom_ ? *custom_ : cpu_kernel_registry(); }
   std::vector<optimizer::PassList> passes(GraphOptimizationLevel level) const override {
     std::vector<optimizer::PassList> levels;
     if (static_cast<int>(level) >= static_cast<int>(GraphOptimizationLevel::kEnableExtended)) {
@@ -94,21 +97,40 @@ class CpuProvider final : public ExecutionProvider {
  private:
   CpuOpSupport support_;
   std::shared_ptr<ArenaAllocator> arena_;
+  std::unique_ptr<KernelRegistry> custom_;
 };
+
+// The session's custom op domains in one registry over the CPU kernels; an
+// op two domains both define for the same versions is an error.
+Result<std::unique_ptr<KernelRegistry>> custom_kernels(const SessionOptions& session) {
+  if (session.custom_op_registries.empty()) return std::unique_ptr<KernelRegistry>();
+  auto registry = std::make_unique<KernelRegistry>();
+  for (const auto& domain : session.custom_op_registries) {
+    for (const KernelDef& def : domain->all()) {
+      Status added = registry->add(def);
+      if (!added.is_ok()) return invalid_argument("custom operators: ", added.message());
+    }
+  }
+  registry->set_base(&cpu_kernel_registry());
+  return registry;
+}
 
 }  // namespace
 
 std::unique_ptr<ExecutionProvider> make_cpu_provider() { return std::make_unique<CpuProvider>(); }
 
 Result<std::unique_ptr<ExecutionProvider>> make_cpu_provider(const ProviderOptions& options) {
-  if (options.session == nullptr || !options.session->enable_cpu_mem_arena) return make_cpu_provider();
+  if (options.session == nullptr) return make_cpu_provider();
+  ONYX_ASSIGN_OR_RETURN(std::unique_ptr<KernelRegistry> custom, custom_kernels(*options.session));
+  if (!options.session->enable_cpu_mem_arena)
+    return std::unique_ptr<ExecutionProvider>(new CpuProvider(nullptr, std::move(custom)));
   // The arena's settings: onnxruntime's OrtArenaCfg keys, as CPU provider
   // options.
   Result<ArenaConfig> config = parse_arena_config(options.values);
   if (!config.is_ok())
     return Status(config.status().code(), str_cat("CPUExecutionProvider: ", config.status().message()));
   return std::unique_ptr<ExecutionProvider>(
-      new CpuProvider(std::make_shared<ArenaAllocator>(cpu_allocator(), std::move(config).value())));
+      new CpuProvider(std::make_shared<ArenaAllocator>(cpu_allocator(), std::move(config).value()), std::move(custom)));
 }
 
 }  // namespace onyx
