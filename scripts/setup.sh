@@ -29,6 +29,8 @@ have_header webp/decode.h || need_apt+=(libwebp-dev)
 have_header "openjpeg-2.*/openjpeg.h" || need_apt+=(libopenjp2-7-dev)
 # The Node.js binding (node/): node, and its N-API headers (node_api.h).
 command -v node >/dev/null || need_apt+=(nodejs); [ -f /usr/include/node/node_api.h ] || need_apt+=(libnode-dev)
+# The C# binding (csharp/): Mono's compiler and runtime.
+{ command -v mcs >/dev/null && command -v mono >/dev/null; } || need_apt+=(mono-mcs mono-runtime)
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO=sudo
