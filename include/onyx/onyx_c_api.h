@@ -411,7 +411,9 @@ struct OnyxApi {
   ONYX_API_STATUS(IsTensor, const OnyxValue* value, int* out);
   /* 0 for an empty optional. */
   ONYX_API_STATUS(HasValue, const OnyxValue* value, int* out);
-  /* The tensor's elements (host memory, or the device's pointer). */
+  /* The tensor's elements (host memory, or the device's pointer). For a
+     string tensor, onyx's own string objects: read and write its elements
+     with the string functions below instead. */
   ONYX_API_STATUS(GetTensorMutableData, OnyxValue* value, void** out);
   ONYX_API_STATUS(GetTensorMemoryInfo, const OnyxValue* value, const OnyxMemoryInfo** mem_info);
   /* Strings: s[i] (NUL-terminated) into a string tensor of s_len elements. */

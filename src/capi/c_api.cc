@@ -770,8 +770,6 @@ OnyxStatus* ONYX_API_CALL GetTensorMutableData(OnyxValue* value, void** out) noe
   ONYX_API_BEGIN
   ONYX_CHECK_ARG(value != nullptr && out != nullptr, "value and out must not be NULL");
   ONYX_CHECK_ARG(value->value.is_tensor(), "the value is not a tensor: " + value->value.describe());
-  ONYX_CHECK_ARG(value->value.tensor().dtype() != DataType::kString,
-                 "a string tensor's elements are read with GetStringTensorContent and written with FillStringTensor");
   *out = value->value.tensor().raw_data();
   ONYX_API_END
 }

@@ -82,6 +82,8 @@ def test_csharp_function_table_matches_the_header():
     header = (ROOT / "include" / "onyx" / "onyx_c_api.h").read_text()
     table = header[header.index("struct OnyxApi {") :]
     table = table[: table.index("\n};")]
+    # The ABI test's stand-in for a version 2 member is not part of version 1.
+    table = re.sub(r"#ifdef ONYX_ABI_TEST_NEXT.*?#endif", "", table, flags=re.S)
     members = [a or b for a, b in re.findall(r"ONYX_API_(?:STATUS|VOID)\((\w+)|\(ONYX_API_CALL\*\s*(\w+)\)", table)]
     source = (ROOT / "csharp" / "src" / "NativeMethods.cs").read_text()
     struct = source[source.index("internal struct OnyxApi") :]
