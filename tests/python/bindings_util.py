@@ -75,6 +75,17 @@ def parse_outputs(stdout: str) -> dict[str, np.ndarray]:
     return outputs
 
 
+def check_program_outputs(stdout: str, y_scale: float) -> None:
+    """A language's test program printed tiny_cnn's probabilities bit for bit
+    as Python computes them, and the custom-op model's Y = y_scale *
+    tanh(X) for X = 0.5, 1, ..., 3 (scale 2 from ScaledTanh, 4 with the C
+    and C++ programs' in-process Twice after it)."""
+    outputs = parse_outputs(stdout)
+    np.testing.assert_array_equal(outputs["probabilities"], tiny_cnn_reference().ravel())
+    x = np.array([0.5, 1.0, 1.5, 2.0, 2.5, 3.0], dtype=np.float32)
+    np.testing.assert_allclose(outputs["Y"], y_scale * np.tanh(x), rtol=1e-6)
+
+
 @pytest.fixture(scope="session")
 def custom_op_library(tmp_path_factory) -> Path:
     """examples/custom_op_library built on its own with CMake against the

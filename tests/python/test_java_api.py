@@ -10,16 +10,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
 from bindings_util import (
+    check_program_outputs,
     ROOT,
     build_dir,
     custom_op_library,  # noqa: F401 - a fixture
     custom_op_model,
-    parse_outputs,
-    tiny_cnn_reference,
 )
 from onnx import TensorProto, helper
 
@@ -112,11 +110,8 @@ def test_java_runner_checks_and_matches_python(custom_op_library, tmp_path):  # 
     # -Xcheck:jni reports misuse (an exception left pending, too many local
     # references) as warnings without failing.
     assert "WARNING" not in done.stderr, done.stderr
-    outputs = parse_outputs(done.stdout)
     # Bit for bit the numbers Python gets from the same library and input.
-    np.testing.assert_array_equal(outputs["probabilities"], tiny_cnn_reference().ravel())
-    x = np.array([0.5, 1.0, 1.5, 2.0, 2.5, 3.0], dtype=np.float32)
-    np.testing.assert_allclose(outputs["Y"], 2 * np.tanh(x), rtol=1e-6)
+    check_program_outputs(done.stdout, y_scale=2)
     assert "'positive_check'" in done.stdout
 
 
