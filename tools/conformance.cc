@@ -580,7 +580,11 @@ int conformance_command(const std::vector<std::string>& args) {
     for (size_t i = 0; i < cases.size(); ++i) {
       const bool listed = expected.count(cases[i].name) > 0;
       if (!outcomes[i].passed && !listed) unexpected.push_back(cases[i].name + ": " + outcomes[i].reason);
-      if (outcomes[i].passed && listed) now_passing.push_back(cases[i].name);
+      // A random op's output matches numpy's draws now and then by chance:
+      // its entry (reason "random op: ...") may pass without failing the run.
+      const bool by_chance = listed && expected.at(cases[i].name).find("random op:") != std::string::npos;
+      if (outcomes[i].passed && listed && !by_chance) now_passing.push_back(cases[i].name);
+      if (outcomes[i].passed && by_chance) std::printf("passes by chance (random op): %s\n", cases[i].name.c_str());
     }
     for (const auto& u : unexpected) std::printf("NEW FAILURE %s\n", u.c_str());
     for (const auto& p : now_passing) std::printf("NOW PASSES %s (remove it from %s)\n", p.c_str(), opt.expected_file.c_str());
