@@ -45,19 +45,29 @@ OnyxCustomOpInputOutputCharacteristic output_kind(const OnyxCustomOp* op, size_t
   return op->GetOutputCharacteristic != nullptr ? op->GetOutputCharacteristic(op, i) : INPUT_OUTPUT_REQUIRED;
 }
 
-// Whether `op`'s declared input types and counts accept `node`.
-bool accepts(const OnyxCustomOp* op, const graph::Graph& graph, const graph::Node& node) {
+// Whether `op`'s declared inputs take a node's inputs of these element
+// types (kUndefined: omitted, or of a type not known): as many as it
+// declares, or more when its last input is variadic.
+bool accepts(const OnyxCustomOp* op, const std::vector<DataType>& types) {
   const size_t declared = op->GetInputTypeCount(op);
   const bool variadic = declared > 0 && input_kind(op, declared - 1) == INPUT_OUTPUT_VARIADIC;
-  if (node.inputs.size() > declared && !variadic) return false;
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    const size_t slot = std::min(i, declared - 1);
-    const ONNXTensorElementDataType want = op->GetInputType(op, slot);
-    if (want == ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED || node.inputs[i] == graph::kNoValue) continue;
-    const DataType have = graph.values[static_cast<size_t>(node.inputs[i])].info.type.elem_type;
-    if (have != DataType::kUndefined && have != from_c(want)) return false;
+  if (types.size() > declared && !variadic) return false;
+  for (size_t i = 0; i < types.size(); ++i) {
+    const ONNXTensorElementDataType want = op->GetInputType(op, std::min(i, declared - 1));
+    if (want != ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED && types[i] != DataType::kUndefined &&
+        types[i] != from_c(want)) {
+      return false;
+    }
   }
   return true;
+}
+
+// The first of the ops (typed variants of one name) that accepts `types`, or nullptr.
+const OnyxCustomOp* select_variant(const OpList& ops, const std::vector<DataType>& types) {
+  for (const OnyxCustomOp* op : ops) {
+    if (accepts(op, types)) return op;
+  }
+  return nullptr;
 }
 
 // One node's kernel: the op's kernel object, destroyed with it.
@@ -107,22 +117,21 @@ class CustomKernel final : public Kernel {
 
 Result<std::unique_ptr<Kernel>> create_kernel(const OpList& ops, const KernelInfo& info) {
   const graph::Node& node = info.node();
-  const OnyxCustomOp* op = nullptr;
-  for (const OnyxCustomOp* candidate : ops) {
-    if (accepts(candidate, info.graph(), node)) {
-      op = candidate;
-      break;
-    }
+  std::vector<DataType> types;
+  for (int32_t id : node.inputs) {
+    types.push_back(id == graph::kNoValue ? DataType::kUndefined
+                                          : info.graph().values[static_cast<size_t>(id)].info.type.elem_type);
   }
+  const OnyxCustomOp* op = select_variant(ops, types);
   if (op == nullptr) {
-    std::string types;
+    std::string listed;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
-      if (i > 0) types += ", ";
-      types += node.inputs[i] == graph::kNoValue
-                   ? std::string("(omitted)")
-                   : info.graph().values[static_cast<size_t>(node.inputs[i])].info.type.to_string();
+      if (i > 0) listed += ", ";
+      listed += node.inputs[i] == graph::kNoValue
+                    ? std::string("(omitted)")
+                    : info.graph().values[static_cast<size_t>(node.inputs[i])].info.type.to_string();
     }
-    return invalid_argument(info.label(), ": no custom operator '", node.op_type, "' registered for inputs (", types,
+    return invalid_argument(info.label(), ": no custom operator '", node.op_type, "' registered for inputs (", listed,
                             ")");
   }
   // Required inputs must be there.
@@ -159,21 +168,12 @@ Result<std::unique_ptr<Kernel>> create_kernel(const OpList& ops, const KernelInf
 // Shape inference: the op's own function, or its declared output types.
 Result<bool> infer(const OpList& ops, const graph::Node& node, const std::vector<const graph::TypeAndShape*>& inputs,
                    std::vector<graph::TypeAndShape>& outputs) {
-  const OnyxCustomOp* op = ops.front();
-  for (const OnyxCustomOp* candidate : ops) {
-    bool match = true;
-    const size_t declared = candidate->GetInputTypeCount(candidate);
-    for (size_t i = 0; i < inputs.size() && declared > 0 && match; ++i) {
-      const ONNXTensorElementDataType want = candidate->GetInputType(candidate, std::min(i, declared - 1));
-      if (want == ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED || inputs[i] == nullptr) continue;
-      const DataType have = inputs[i]->type.elem_type;
-      match = have == DataType::kUndefined || have == from_c(want);
-    }
-    if (match) {
-      op = candidate;
-      break;
-    }
-  }
+  std::vector<DataType> types;
+  for (const graph::TypeAndShape* input : inputs) types.push_back(input ? input->type.elem_type : DataType::kUndefined);
+  // No variant for these types: the kernel's creation names the mismatch;
+  // here the first variant's declared outputs are the best guess.
+  const OnyxCustomOp* op = select_variant(ops, types);
+  if (op == nullptr) op = ops.front();
   const size_t declared_outputs = op->GetOutputTypeCount(op);
   for (size_t i = 0; i < outputs.size() && declared_outputs > 0; ++i) {
     const ONNXTensorElementDataType type = op->GetOutputType(op, std::min(i, declared_outputs - 1));

@@ -7,7 +7,6 @@
 #include <functional>
 
 #include "graph/schema.h"
-#include "graph/subgraphs.h"
 
 namespace onyx::optimizer {
 
@@ -184,8 +183,6 @@ float attribute_float(const graph::Node& node, const std::string& name, float de
   const graph::Attribute* a = node.attribute(name);
   return a != nullptr && a->type == graph::AttributeType::kFloat ? a->f : default_value;
 }
-
-bool has_subgraph(const graph::Node& node) { return graph::has_subgraphs(node); }
 
 graph::TypeAndShape info_of(const Tensor& tensor) {
   graph::TypeAndShape info;

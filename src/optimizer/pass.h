@@ -129,8 +129,6 @@ bool attribute_ints_all(const graph::Node& node, const std::string& name, int64_
 inline bool is_op(const graph::Node& node, const char* op_type) {
   return node.domain.empty() && node.op_type == op_type;
 }
-// True when the node holds a subgraph attribute (If, Loop, Scan, ...).
-bool has_subgraph(const graph::Node& node);
 // TypeAndShape of a tensor.
 graph::TypeAndShape info_of(const Tensor& tensor);
 

@@ -42,7 +42,6 @@ void collect_unsupported(const graph::Graph& graph, const std::vector<const Exec
   }
 }
 
-// Names of values a subgraph (and its own subgraphs) reads from enclosing scopes.
 }  // namespace
 
 std::vector<std::string> unsupported_ops(const graph::Graph& graph,

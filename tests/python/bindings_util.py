@@ -45,6 +45,13 @@ def program(name: str) -> Path:
     return path
 
 
+def run_program(name: str, *args) -> subprocess.CompletedProcess:
+    """Runs a test program of the build with `args`; it must succeed."""
+    done = subprocess.run([str(program(name)), *map(str, args)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"{name} failed:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
 def tiny_cnn_image() -> np.ndarray:
     """The input every language feeds models/tiny_cnn.onnx: exact in any
     floating point (multiples of 1/64)."""

@@ -10,25 +10,18 @@ import subprocess
 
 import pytest
 from bindings_util import (
-    check_program_outputs,
     ROOT,
+    check_program_outputs,
     custom_op_library,  # noqa: F401 - a fixture
     custom_op_model,
     program,
+    run_program,
 )
-
-
-def run_cxx_test(*args) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [str(program("onyx_cxx_api_test")), *map(str, args)], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, f"onyx_cxx_api_test failed:\n{done.stdout}\n{done.stderr}"
-    return done
 
 
 def test_cxx_program_checks_and_matches_python(custom_op_library, tmp_path):  # noqa: F811
     model = custom_op_model(tmp_path / "custom.onnx", with_in_process_op=True)
-    done = run_cxx_test(ROOT / "models", custom_op_library, model)
+    done = run_program("onyx_cxx_api_test", ROOT / "models", custom_op_library, model)
     assert "all C++ API checks passed" in done.stdout
     # Bit for bit the numbers Python gets from the same library and input.
     check_program_outputs(done.stdout, y_scale=4)

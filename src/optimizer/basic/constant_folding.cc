@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 
+#include "graph/subgraphs.h"
 #include "optimizer/pass.h"
 
 namespace onyx::optimizer {
@@ -28,7 +29,7 @@ bool never_fold(const graph::Node& node) {
                                              "Optional",
                                              "OptionalGetElement",
                                              "OptionalHasElement"};
-  return kOps.count(node.op_type) != 0 || has_subgraph(node);
+  return kOps.count(node.op_type) != 0 || graph::has_subgraphs(node);
 }
 
 // Ops whose output can be much larger than their inputs: folded only when
