@@ -155,6 +155,7 @@ Status InferenceSession::Impl::init(const std::vector<std::string>& provider_nam
   opsets = graph::opset_map(model.opset_import);
   if (options.log_severity_level <= 0) session::log_memory_usage("reading the model");
   const int64_t preparation_start = profiler ? profiler->now_us() : 0;
+  ONYX_RETURN_IF_ERROR(cpu::check_nchwc_block(model));
   ONYX_ASSIGN_OR_RETURN(session::PreparedGraph prepared, session::prepare_graph(model, options, provider_list));
   graph = std::move(prepared.graph);
   if (profiler) {
@@ -180,6 +181,7 @@ Status InferenceSession::Impl::init(const std::vector<std::string>& provider_nam
     }
     model::ModelProto optimized = graph::graph_to_model(*graph, model);
     cpu::split_onyx_only_nodes(optimized);
+    cpu::record_nchwc_block(optimized);
     ONYX_RETURN_IF_ERROR(model::write_model_file(optimized, options.optimized_model_filepath));
   }
   const int64_t planning_start = profiler ? profiler->now_us() : 0;

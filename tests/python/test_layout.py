@@ -116,6 +116,36 @@ def test_small_cnn_optimized_matches_in_both_runtimes(tmp_path, level):
             np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.skipif(not cpu_has_blocked_layout(), reason="the layout level blocks channels on AVX2 or AVX-512 only")
+def test_saved_model_records_its_nchwc_block(tmp_path):
+    """Blocked convolutions' weights are laid out for this CPU's block size
+    (16 on AVX-512, 8 on AVX2): a saved model says which, and a CPU with the
+    other block refuses it instead of misreading the weights."""
+    path = str(tmp_path / "cnn.onnx")
+    onnx.save(small_cnn(), path)
+    saved = str(tmp_path / "optimized.onnx")
+    save_optimized(path, saved, onyx.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    model = onnx.load(saved)
+    recorded = {p.key: p.value for p in model.metadata_props}.get("onyx.nchwc_block")
+    assert recorded in ("8", "16")
+    x = np.random.default_rng(1).standard_normal((2, 3, 33, 29)).astype(np.float32)
+    onyx.InferenceSession(saved).run(None, {"x": x})  # the same CPU runs it
+
+    other_block = "8" if recorded == "16" else "16"
+    for prop in model.metadata_props:
+        if prop.key == "onyx.nchwc_block":
+            prop.value = other_block
+    other = str(tmp_path / "other_block.onnx")
+    onnx.save(model, other)
+    with pytest.raises(Exception, match=rf"laid out for NCHWc blocks of {other_block} channels.*runs blocks of {recorded}"):
+        onyx.InferenceSession(other)
+
+    # A model saved without blocked nodes records nothing.
+    plain = str(tmp_path / "extended.onnx")
+    save_optimized(path, plain, onyx.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)
+    assert "onyx.nchwc_block" not in {p.key for p in onnx.load(plain).metadata_props}
+
+
 def test_layout_pads_channels_that_do_not_fill_a_block(tmp_path):
     """12 and 24 channels: weights and bias are padded with zeros to whole
     blocks, and the Concat of padded tensors goes back to NCHW."""

@@ -19,4 +19,13 @@ std::unique_ptr<optimizer::Pass> make_nchwc_pointwise_depthwise_fusion_pass();
 // runs in onnxruntime too. Subgraphs included.
 void split_onyx_only_nodes(model::ModelProto& model);
 
+// The weights of a blocked (com.microsoft.nchwc) convolution are laid out
+// for one block size: 16 channels on AVX-512, 8 on AVX2. A saved optimized
+// model that imports that domain records this CPU's block size in its
+// metadata (kNchwcBlockKey), and a model that records another one is refused
+// where the block differs, instead of running with misread weights.
+inline constexpr const char* kNchwcBlockKey = "onyx.nchwc_block";
+void record_nchwc_block(model::ModelProto& model);
+Status check_nchwc_block(const model::ModelProto& model);
+
 }  // namespace onyx::cpu

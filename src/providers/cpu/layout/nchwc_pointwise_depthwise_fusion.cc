@@ -168,6 +168,27 @@ void split_onyx_only_nodes(model::ModelProto& model) {
   if (!has_nchwc) imports.push_back({kNchwcDomain, 1});
 }
 
+void record_nchwc_block(model::ModelProto& model) {
+  const bool blocked = std::any_of(model.opset_import.begin(), model.opset_import.end(),
+                                   [](const model::OperatorSetIdProto& o) { return o.domain == kNchwcDomain; });
+  auto& props = model.metadata_props;
+  props.erase(std::remove_if(props.begin(), props.end(), [](const auto& p) { return p.key == kNchwcBlockKey; }),
+              props.end());
+  if (blocked) props.push_back({kNchwcBlockKey, std::to_string(nchwc_block_size())});
+}
+
+Status check_nchwc_block(const model::ModelProto& model) {
+  for (const auto& p : model.metadata_props) {
+    if (p.key != kNchwcBlockKey) continue;
+    const std::string here = std::to_string(nchwc_block_size());
+    if (p.value == here) return Status::ok();
+    return invalid_model("this optimized model's blocked convolutions were laid out for NCHWc blocks of ", p.value,
+                         " channels (metadata ", kNchwcBlockKey, "), but this CPU runs blocks of ", here,
+                         ": save the optimized model again from the original on this machine, or run the original");
+  }
+  return Status::ok();
+}
+
 std::unique_ptr<optimizer::Pass> make_nchwc_pointwise_depthwise_fusion_pass() {
   return std::make_unique<NchwcPointwiseDepthwiseFusion>();
 }
