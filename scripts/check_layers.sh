@@ -45,5 +45,11 @@ if [ -d node/src ] && grep -rn '#include "' node/src | grep -v '#include "onyx/o
   echo "layering: node/src includes something of onyx other than its C API (onyx/onyx_c_api.h)"
   status=1
 fi
+# So does the Python extension, but for its test-only hooks (testing_hooks.cc).
+if grep -rn '#include "' python/src --include='*.cc' --include='*.h' | grep -v -e '^python/src/testing_hooks.cc:' |
+  grep -v '#include "onyx/onyx_c_api.h"'; then
+  echo "layering: python/src includes something of onyx other than its C API (onyx/onyx_c_api.h)"
+  status=1
+fi
 [ "$status" -eq 0 ] && echo "layering: every include points down the layers"
 exit "$status"

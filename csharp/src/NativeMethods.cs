@@ -160,6 +160,13 @@ namespace Onyx
         public IntPtr ReleaseAvailableProviders;
         public IntPtr GetBuildInfoString;
         public IntPtr SessionGetProviders;
+        public IntPtr CastTypeInfoToOptionalTypeInfo;
+        public IntPtr GetOptionalContainedTypeInfo;
+        public IntPtr CreateNoneValue;
+        public IntPtr CreateEmptySequence;
+        public IntPtr CopyTensors;
+        public IntPtr GetSharedAllocator;
+        public IntPtr SessionGetProviderOptions;
     }
 
     [StructLayout(LayoutKind.Sequential)]

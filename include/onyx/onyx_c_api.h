@@ -86,7 +86,10 @@ typedef enum ONNXTensorElementDataType {
   ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E5M2FNUZ = 20,
   ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT4 = 21,
   ONNX_TENSOR_ELEMENT_DATA_TYPE_INT4 = 22,
-  ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT4E2M1 = 23
+  ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT4E2M1 = 23,
+  ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E8M0 = 24,
+  ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT2 = 25,
+  ONNX_TENSOR_ELEMENT_DATA_TYPE_INT2 = 26
 } ONNXTensorElementDataType;
 
 typedef enum ONNXType {
@@ -167,6 +170,10 @@ typedef struct OnyxTypeInfo OnyxTypeInfo;
 typedef struct OnyxTensorTypeAndShapeInfo OnyxTensorTypeAndShapeInfo;
 typedef struct OnyxSequenceTypeInfo OnyxSequenceTypeInfo;
 typedef struct OnyxMapTypeInfo OnyxMapTypeInfo;
+typedef struct OnyxOptionalTypeInfo OnyxOptionalTypeInfo;
+/* A device's queue of work. onyx's copies through the C API are
+   synchronous: wherever one is taken, pass NULL. */
+typedef struct OnyxSyncStream OnyxSyncStream;
 typedef struct OnyxModelMetadata OnyxModelMetadata;
 typedef struct OnyxCustomOpDomain OnyxCustomOpDomain;
 typedef struct OnyxKernelInfo OnyxKernelInfo;
@@ -300,6 +307,8 @@ struct OnyxApi {
   ONYX_API_STATUS(DisableCpuMemArena, OnyxSessionOptions* options);
   ONYX_API_STATUS(SetSessionLogId, OnyxSessionOptions* options, const char* logid);
   ONYX_API_STATUS(SetSessionLogSeverityLevel, OnyxSessionOptions* options, int level);
+  /* "optimization.disable_specified_optimizers": a comma-separated list of
+     graph passes the session skips, by name (as in onnxruntime). */
   ONYX_API_STATUS(AddSessionConfigEntry, OnyxSessionOptions* options, const char* key, const char* value);
   ONYX_API_STATUS(AddFreeDimensionOverrideByName, OnyxSessionOptions* options, const char* dim_name,
                   int64_t dim_value);
@@ -557,6 +566,42 @@ struct OnyxApi {
   const char*(ONYX_API_CALL* GetBuildInfoString)(void)ONYX_NO_EXCEPTION;
   /* Session::get_providers: *out as GetAvailableProviders. */
   ONYX_API_STATUS(SessionGetProviders, const OnyxSession* session, char*** out, int* provider_length);
+
+  /* -- Optional types (onnxruntime's names). *out of the cast is NULL when
+     type_info is not ONNX_TYPE_OPTIONAL, and is owned by type_info; the
+     contained type is a new type info the caller releases. */
+  ONYX_API_STATUS(CastTypeInfoToOptionalTypeInfo, const OnyxTypeInfo* type_info, const OnyxOptionalTypeInfo** out);
+  ONYX_API_STATUS(GetOptionalContainedTypeInfo, const OnyxOptionalTypeInfo* optional_type_info, OnyxTypeInfo** out);
+
+  /* -- Values onnxruntime's C API cannot make (onyx's own).
+     CreateNoneValue: an optional value holding nothing (HasValue gives 0),
+     of the contained type `type_info` (NULL: not known); it feeds an
+     optional input left empty. CreateEmptySequence: a sequence of no
+     values whose elements are `element_type` (NULL: not known; CreateValue
+     needs a value to know the type). The caller releases *out with ReleaseValue. */
+  ONYX_API_STATUS(CreateNoneValue, const OnyxTypeInfo* type_info, OnyxValue** out);
+  ONYX_API_STATUS(CreateEmptySequence, const OnyxTypeInfo* element_type, OnyxValue** out);
+
+  /* -- Memory outside any session (onnxruntime's names).
+     CopyTensors: copies each src_tensors[i] into dst_tensors[i] (same
+     element type and shape), between host and device memory in any
+     direction; env may be NULL, stream must be NULL (the copy is done when
+     the call returns). GetSharedAllocator: the process's allocator of the
+     memory mem_info names (a device's, the host's for "Cpu"), owned by the
+     library and valid until the process ends (ReleaseAllocator ignores
+     it); *out is NULL when no provider of this build serves that memory.
+     Tensors made with it (CreateTensorAsOnyxValue) outlive any session. */
+  ONYX_API_STATUS(CopyTensors, const OnyxEnv* env, const OnyxValue* const* src_tensors, OnyxValue* const* dst_tensors,
+                  OnyxSyncStream* stream, size_t num_tensors);
+  ONYX_API_STATUS(GetSharedAllocator, OnyxEnv* env, const OnyxMemoryInfo* mem_info, OnyxAllocator** out);
+
+  /* -- The options a session's provider runs with (the ones it was given,
+     and where the provider reports them, its defaults). *keys and *values
+     are arrays of *num_keys NUL-terminated strings; the arrays and each
+     string are allocated with `allocator` and freed by the caller. A
+     provider the session does not use is an error. onyx's own. */
+  ONYX_API_STATUS(SessionGetProviderOptions, const OnyxSession* session, const char* provider_name,
+                  OnyxAllocator* allocator, char*** keys, char*** values, size_t* num_keys);
 
   /* Members after this line were added after version 1 (none yet). */
 #ifdef ONYX_ABI_TEST_NEXT

@@ -40,7 +40,7 @@ class IOBinding:
     def _core_binding(self, extra_inputs: list) -> Any:
         """The core's IoBinding of what is bound now, plus `extra_inputs`
         (name, Value) pairs; in the order outputs were bound."""
-        binding = _onyx.IoBinding()
+        binding = _onyx.IoBinding(self._session._sess)
         for name, value in self._inputs.items():
             binding.bind_input(name, value._value)
         for name, value in extra_inputs:

@@ -256,14 +256,14 @@ class NodeArg:
 class ModelMetadata:
     """What the model file says about itself (onnxruntime's ModelMetadata)."""
 
-    def __init__(self, meta: Any) -> None:
-        self.producer_name: str = meta.producer_name
-        self.graph_name: str = meta.graph_name
-        self.domain: str = meta.domain
-        self.description: str = meta.description
-        self.graph_description: str = meta.graph_description
-        self.version: int = meta.version
-        self.custom_metadata_map: dict[str, str] = dict(meta.custom_metadata_map)
+    def __init__(self, meta: dict) -> None:
+        self.producer_name: str = meta["producer_name"]
+        self.graph_name: str = meta["graph_name"]
+        self.domain: str = meta["domain"]
+        self.description: str = meta["description"]
+        self.graph_description: str = meta["graph_description"]
+        self.version: int = meta["version"]
+        self.custom_metadata_map: dict[str, str] = dict(meta["custom_metadata_map"])
 
     def __repr__(self) -> str:
         return f"ModelMetadata(producer_name='{self.producer_name}', graph_name='{self.graph_name}')"

@@ -2,9 +2,13 @@
 // function catches whatever the C++ side throws and turns it into a status.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -234,6 +238,57 @@ const Tensor* tensor_of(const OnyxValue* value) {
   return value != nullptr && value->value.is_tensor() ? &value->value.tensor() : nullptr;
 }
 
+// ---- outputs that share a feed's memory ------------------------------------------
+
+// The caller owns its feeds' memory and may free or change it after the run:
+// an output that shares a feed's buffer (Identity of an input, a sequence
+// holding one) is given its own copy, in the same memory.
+Value unaliased(const Value& value, const std::vector<const Tensor*>& fed) {
+  if (value.is_tensor()) {
+    const Tensor& t = value.tensor();
+    for (const Tensor* f : fed) {
+      if (!t.shares_buffer_with(*f)) continue;
+      Value copy(t.device().host_readable() ? t.clone() : copy_tensor(t, t.device()));
+      copy.set_optional(value.is_optional());
+      return copy;
+    }
+    return value;
+  }
+  if (value.is_sequence()) {
+    Sequence items;
+    items.reserve(value.items().size());
+    for (const Value& item : value.items()) items.push_back(unaliased(item, fed));
+    Value copy = Value::sequence(std::move(items), value.declared_type());
+    copy.set_optional(value.is_optional());
+    return copy;
+  }
+  if (value.is_map()) {
+    const Map& map = value.map_data();
+    Value keys = unaliased(Value(map.keys), fed);
+    Value values = unaliased(Value(map.values), fed);
+    return Value::map(Map{keys.tensor(), values.tensor()});
+  }
+  return value;
+}
+
+void collect_tensors(const Value& value, std::vector<const Tensor*>* out) {
+  if (value.is_tensor()) {
+    if (value.tensor().raw_data() != nullptr) out->push_back(&value.tensor());
+  } else if (value.is_sequence()) {
+    for (const Value& item : value.items()) collect_tensors(item, out);
+  } else if (value.is_map()) {
+    out->push_back(&value.map_data().keys);
+    out->push_back(&value.map_data().values);
+  }
+}
+
+void unalias_outputs(std::vector<Value>& outputs, const Feeds& feeds) {
+  std::vector<const Tensor*> fed;
+  for (const auto& feed : feeds) collect_tensors(feed.second, &fed);
+  if (fed.empty()) return;
+  for (Value& v : outputs) v = unaliased(v, fed);
+}
+
 // ---- the functions ----------------------------------------------------------------
 
 OnyxStatus* ONYX_API_CALL CreateStatus(OnyxErrorCode code, const char* msg) noexcept {
@@ -331,13 +386,27 @@ OnyxStatus* ONYX_API_CALL AddSessionConfigEntry(OnyxSessionOptions* options, con
   ONYX_API_BEGIN
   ONYX_CHECK_ARG(options != nullptr && key != nullptr && value != nullptr, "options, key and value must not be NULL");
   options->options.config_entries[key] = value;
+  if (std::string_view(key) == "optimization.disable_specified_optimizers") {
+    std::vector<std::string>& disabled = options->options.disabled_optimizers;
+    disabled.clear();
+    std::string_view list(value);
+    while (!list.empty()) {
+      const size_t comma = list.find(',');
+      std::string_view name = list.substr(0, comma);
+      while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+      while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+      if (!name.empty()) disabled.emplace_back(name);
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
+  }
   ONYX_API_END
 }
 OnyxStatus* ONYX_API_CALL AddFreeDimensionOverrideByName(OnyxSessionOptions* options, const char* name,
                                                          int64_t value) noexcept {
   ONYX_API_BEGIN
   ONYX_CHECK_ARG(options != nullptr && name != nullptr, "options and dim_name must not be NULL");
-  ONYX_CHECK_ARG(value >= 0, "a free dimension override must be 0 or more");
+  ONYX_CHECK_ARG(value >= 0, std::string("the free dimension override of '") + name + "' is " + std::to_string(value) +
+                                 ": it must be 0 or more");
   options->options.free_dimension_overrides[name] = value;
   ONYX_API_END
 }
@@ -345,7 +414,8 @@ OnyxStatus* ONYX_API_CALL AddFreeDimensionOverride(OnyxSessionOptions* options, 
                                                    int64_t value) noexcept {
   ONYX_API_BEGIN
   ONYX_CHECK_ARG(options != nullptr && denotation != nullptr, "options and dim_denotation must not be NULL");
-  ONYX_CHECK_ARG(value >= 0, "a free dimension override must be 0 or more");
+  ONYX_CHECK_ARG(value >= 0, std::string("the free dimension override of denotation '") + denotation + "' is " +
+                                 std::to_string(value) + ": it must be 0 or more");
   options->options.free_dimension_overrides_by_denotation[denotation] = value;
   ONYX_API_END
 }
@@ -459,6 +529,7 @@ OnyxStatus* ONYX_API_CALL Run(OnyxSession* session, const OnyxRunOptions* run_op
   Status status =
       session->session->run(names, feeds, run_options != nullptr ? run_options->options : kDefaultRunOptions, &results);
   if (!status.is_ok()) return to_status(status);
+  unalias_outputs(results, feeds);
   // Pre-allocated outputs are written in place; the others are new values.
   for (size_t i = 0; i < output_len; ++i) {
     if (outputs[i] == nullptr) continue;
@@ -1205,7 +1276,7 @@ OnyxStatus* ONYX_API_CALL GetBoundOutputValues(const OnyxIoBinding* binding, Ony
   ONYX_API_BEGIN
   ONYX_CHECK_ARG(binding != nullptr && allocator != nullptr && output != nullptr && count != nullptr,
                  "arguments must not be NULL");
-  const std::vector<Value>& results = binding->binding.outputs();
+  const std::vector<Value>& results = binding->outputs;
   *count = results.size();
   if (results.empty()) {
     *output = nullptr;
@@ -1221,7 +1292,9 @@ void ONYX_API_CALL ClearBoundInputs(OnyxIoBinding* binding) noexcept {
   if (binding != nullptr) binding->binding.clear_inputs();
 }
 void ONYX_API_CALL ClearBoundOutputs(OnyxIoBinding* binding) noexcept {
-  if (binding != nullptr) binding->binding.clear_outputs();
+  if (binding == nullptr) return;
+  binding->binding.clear_outputs();
+  binding->outputs.clear();
 }
 OnyxStatus* ONYX_API_CALL RunWithBinding(OnyxSession* session, const OnyxRunOptions* run_options,
                                          const OnyxIoBinding* binding) noexcept {
@@ -1230,8 +1303,12 @@ OnyxStatus* ONYX_API_CALL RunWithBinding(OnyxSession* session, const OnyxRunOpti
   static const RunOptions kDefaultRunOptions;
   // The binding's results change with the run: the C signature takes it const
   // as onnxruntime's does.
-  session->session->run_with_binding(const_cast<OnyxIoBinding*>(binding)->binding,
+  auto* bound = const_cast<OnyxIoBinding*>(binding);
+  bound->outputs.clear();
+  session->session->run_with_binding(bound->binding,
                                      run_options != nullptr ? run_options->options : kDefaultRunOptions);
+  bound->outputs = bound->binding.outputs();
+  unalias_outputs(bound->outputs, bound->binding.inputs());
   ONYX_API_END
 }
 void ONYX_API_CALL ReleaseIoBinding(OnyxIoBinding* binding) noexcept { delete binding; }
@@ -1277,6 +1354,163 @@ OnyxStatus* ONYX_API_CALL SessionGetProviders(const OnyxSession* session, char**
   ONYX_API_BEGIN
   ONYX_CHECK_ARG(session != nullptr, "session must not be NULL");
   return string_array(session->session->providers(), out, length);
+  ONYX_API_END
+}
+
+// ---- additions: optional types, values, shared memory, provider options ------------
+
+OnyxStatus* ONYX_API_CALL CastTypeInfoToOptionalTypeInfo(const OnyxTypeInfo* info,
+                                                         const OnyxOptionalTypeInfo** out) noexcept {
+  ONYX_CHECK_ARG(info != nullptr && out != nullptr, "type_info and out must not be NULL");
+  *out = info->type == ONNX_TYPE_OPTIONAL ? reinterpret_cast<const OnyxOptionalTypeInfo*>(info) : nullptr;
+  return nullptr;
+}
+OnyxStatus* ONYX_API_CALL GetOptionalContainedTypeInfo(const OnyxOptionalTypeInfo* optional,
+                                                       OnyxTypeInfo** out) noexcept {
+  ONYX_API_BEGIN
+  ONYX_CHECK_ARG(optional != nullptr && out != nullptr, "optional_type_info and out must not be NULL");
+  const auto* info = reinterpret_cast<const OnyxTypeInfo*>(optional);
+  *out = info->element ? copy_type_info(*info->element) : new OnyxTypeInfo();
+  ONYX_API_END
+}
+
+// The value type a type info describes (shapes aside).
+ValueType value_type_of(const OnyxTypeInfo& info) {
+  ValueType type;
+  switch (info.type) {
+    case ONNX_TYPE_TENSOR:
+      type.kind = ValueType::Kind::kTensor;
+      break;
+    case ONNX_TYPE_SPARSETENSOR:
+      type.kind = ValueType::Kind::kSparseTensor;
+      break;
+    case ONNX_TYPE_SEQUENCE:
+      type.kind = ValueType::Kind::kSequence;
+      break;
+    case ONNX_TYPE_MAP:
+      type.kind = ValueType::Kind::kMap;
+      break;
+    case ONNX_TYPE_OPTIONAL:
+      type.kind = ValueType::Kind::kOptional;
+      break;
+    default:
+      return type;
+  }
+  if (info.type == ONNX_TYPE_MAP) {
+    type.key_type = from_c(info.tensor.type);
+  } else {
+    type.elem_type = from_c(info.tensor.type);
+  }
+  if (info.element) type.inner = std::make_shared<ValueType>(value_type_of(*info.element));
+  return type;
+}
+
+OnyxStatus* ONYX_API_CALL CreateNoneValue(const OnyxTypeInfo* type_info, OnyxValue** out) noexcept {
+  ONYX_API_BEGIN
+  ONYX_CHECK_ARG(out != nullptr, "out must not be NULL");
+  *out = new OnyxValue{Value::none(type_info != nullptr ? value_type_of(*type_info) : ValueType{}), nullptr};
+  ONYX_API_END
+}
+OnyxStatus* ONYX_API_CALL CreateEmptySequence(const OnyxTypeInfo* element_type, OnyxValue** out) noexcept {
+  ONYX_API_BEGIN
+  ONYX_CHECK_ARG(out != nullptr, "out must not be NULL");
+  *out =
+      new OnyxValue{Value::sequence({}, element_type != nullptr ? value_type_of(*element_type) : ValueType{}), nullptr};
+  ONYX_API_END
+}
+
+OnyxStatus* ONYX_API_CALL CopyTensors(const OnyxEnv* /*env*/, const OnyxValue* const* src, OnyxValue* const* dst,
+                                      OnyxSyncStream* stream, size_t count) noexcept {
+  ONYX_API_BEGIN
+  ONYX_CHECK_ARG(count == 0 || (src != nullptr && dst != nullptr), "src_tensors and dst_tensors must not be NULL");
+  ONYX_CHECK_ARG(stream == nullptr, "onyx's CopyTensors takes no stream: pass NULL (the copy is synchronous)");
+  for (size_t i = 0; i < count; ++i) {
+    const Tensor* from = tensor_of(src[i]);
+    Tensor* to = dst[i] != nullptr && dst[i]->value.is_tensor() ? &dst[i]->value.tensor() : nullptr;
+    if (from == nullptr || to == nullptr) {
+      return make_status(ONYX_INVALID_ARGUMENT,
+                         "CopyTensors copies tensors: pair " + std::to_string(i) + " is not two tensors");
+    }
+    if (from->dtype() != to->dtype() || from->shape() != to->shape()) {
+      return make_status(ONYX_INVALID_ARGUMENT, "CopyTensors pair " + std::to_string(i) + ": cannot copy " +
+                                                    from->describe() + " into " + to->describe());
+    }
+    if (from->raw_data() == to->raw_data()) continue;
+    copy_tensor_into(*from, *to);
+  }
+  ONYX_API_END
+}
+
+OnyxStatus* ONYX_API_CALL GetSharedAllocator(OnyxEnv* /*env*/, const OnyxMemoryInfo* info,
+                                             OnyxAllocator** out) noexcept {
+  ONYX_API_BEGIN
+  ONYX_CHECK_ARG(info != nullptr && out != nullptr, "mem_info and out must not be NULL");
+  *out = nullptr;
+  if (info->device.is_cpu()) {
+    *out = default_allocator();
+    return nullptr;
+  }
+  if (!device_is_served(info->device.type)) return nullptr;
+  static std::mutex mutex;
+  static std::map<std::string, AllocatorImpl*> shared;  // never freed: valid for the process
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::string key = device_to_string(info->device);
+  AllocatorImpl*& a = shared[key];
+  if (a == nullptr) {
+    a = new_allocator(device_allocator(info->device), memory_info_of(info->device));
+    a->process_wide = true;
+  }
+  *out = a;
+  ONYX_API_END
+}
+
+OnyxStatus* ONYX_API_CALL SessionGetProviderOptions(const OnyxSession* session, const char* provider,
+                                                    OnyxAllocator* allocator, char*** keys, char*** values,
+                                                    size_t* num_keys) noexcept {
+  ONYX_API_BEGIN
+  ONYX_CHECK_ARG(session != nullptr && provider != nullptr && allocator != nullptr && keys != nullptr &&
+                     values != nullptr && num_keys != nullptr,
+                 "arguments must not be NULL");
+  const std::vector<std::string> used = session->session->providers();
+  if (std::find(used.begin(), used.end(), provider) == used.end()) {
+    std::string list;
+    for (const auto& name : used) list += (list.empty() ? "" : ", ") + name;
+    return make_status(ONYX_INVALID_ARGUMENT,
+                       std::string("the session does not use provider '") + provider + "'; it uses " + list);
+  }
+  const auto all = session->session->provider_options();
+  const auto found = all.find(provider);
+  const std::map<std::string, std::string> options =
+      found != all.end() ? found->second : std::map<std::string, std::string>();
+  *keys = nullptr;
+  *values = nullptr;
+  *num_keys = 0;
+  if (options.empty()) return nullptr;
+  auto** k = static_cast<char**>(allocator->Alloc(allocator, sizeof(char*) * options.size()));
+  auto** v = static_cast<char**>(allocator->Alloc(allocator, sizeof(char*) * options.size()));
+  if (k == nullptr || v == nullptr) {
+    allocator->Free(allocator, k);
+    allocator->Free(allocator, v);
+    return make_status(ONYX_FAIL, "the allocator returned no memory");
+  }
+  size_t i = 0;
+  for (const auto& [key, value] : options) {
+    OnyxStatus* bad = allocate_string(allocator, key, &k[i]);
+    if (bad == nullptr) bad = allocate_string(allocator, value, &v[i]);
+    if (bad != nullptr) {
+      for (size_t j = 0; j < i; ++j) {
+        allocator->Free(allocator, k[j]);
+        allocator->Free(allocator, v[j]);
+      }
+      allocator->Free(allocator, k);
+      allocator->Free(allocator, v);
+      return bad;
+    }
+    ++i;
+  }
+  *keys = k;
+  *values = v;
+  *num_keys = options.size();
   ONYX_API_END
 }
 
@@ -1461,6 +1695,13 @@ const OnyxApi kApi = {
     ReleaseAvailableProviders,
     GetBuildInfoString,
     SessionGetProviders,
+    CastTypeInfoToOptionalTypeInfo,
+    GetOptionalContainedTypeInfo,
+    CreateNoneValue,
+    CreateEmptySequence,
+    CopyTensors,
+    GetSharedAllocator,
+    SessionGetProviderOptions,
 #ifdef ONYX_ABI_TEST_NEXT
     AbiTestAppended,
 #endif
@@ -1511,14 +1752,13 @@ std::string take_message(OnyxStatus* status) {
 
 ONNXTensorElementDataType to_c(DataType type) {
   const int value = static_cast<int>(type);
-  return value <= ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT4E2M1 ? static_cast<ONNXTensorElementDataType>(value)
-                                                           : ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+  return value <= ONNX_TENSOR_ELEMENT_DATA_TYPE_INT2 ? static_cast<ONNXTensorElementDataType>(value)
+                                                     : ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
 }
 
 DataType from_c(ONNXTensorElementDataType type) {
   const int value = static_cast<int>(type);
-  return value > 0 && value <= ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT4E2M1 ? static_cast<DataType>(value)
-                                                                        : DataType::kUndefined;
+  return value > 0 && value <= ONNX_TENSOR_ELEMENT_DATA_TYPE_INT2 ? static_cast<DataType>(value) : DataType::kUndefined;
 }
 
 }  // namespace onyx::capi

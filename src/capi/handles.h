@@ -68,6 +68,9 @@ struct OnyxSequenceTypeInfo {
 struct OnyxMapTypeInfo {
   OnyxTypeInfo info;
 };
+struct OnyxOptionalTypeInfo {
+  OnyxTypeInfo info;
+};
 
 struct OnyxModelMetadata {
   onyx::ModelMetadata metadata;
@@ -76,6 +79,8 @@ struct OnyxModelMetadata {
 struct OnyxIoBinding {
   OnyxSession* session = nullptr;
   onyx::IoBinding binding;
+  // The last run's outputs, none sharing a bound input's memory.
+  std::vector<onyx::Value> outputs;
 };
 
 // A custom op domain: its name and the user's ops, which it does not own.

@@ -500,6 +500,53 @@ static void check_errors(void) {
   printf("ok: errors\n");
 }
 
+/* Values and memory outside any session: an empty optional, an empty
+   sequence, the host's shared allocator, copies between tensors. */
+static void check_values_outside_sessions(void) {
+  OnyxValue* none = NULL;
+  CHECK(api->CreateNoneValue(NULL, &none));
+  int has_value = 1;
+  CHECK(api->HasValue(none, &has_value));
+  EXPECT(has_value == 0);
+  api->ReleaseValue(none);
+
+  OnyxValue* sequence = NULL;
+  CHECK(api->CreateEmptySequence(NULL, &sequence));
+  size_t items = 99;
+  CHECK(api->GetValueCount(sequence, &items));
+  EXPECT(items == 0);
+  api->ReleaseValue(sequence);
+
+  OnyxMemoryInfo* cpu = NULL;
+  CHECK(api->CreateCpuMemoryInfo(OnyxArenaAllocator, OnyxMemTypeDefault, &cpu));
+  OnyxAllocator* shared = NULL;
+  CHECK(api->GetSharedAllocator(NULL, cpu, &shared));
+  EXPECT(shared != NULL);
+  const int64_t shape[] = {2, 3};
+  OnyxValue* to = NULL;
+  CHECK(api->CreateTensorAsOnyxValue(shared, shape, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &to));
+  float numbers[6] = {1, 2, 3, 4, 5, 6};
+  OnyxValue* from = NULL;
+  CHECK(api->CreateTensorWithDataAsOnyxValue(cpu, numbers, sizeof numbers, shape, 2,
+                                             ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &from));
+  const OnyxValue* src = from;
+  CHECK(api->CopyTensors(NULL, &src, &to, NULL, 1));
+  float* copied = NULL;
+  CHECK(api->GetTensorMutableData(to, (void**)&copied));
+  EXPECT(copied != numbers && memcmp(copied, numbers, sizeof numbers) == 0);
+  const int64_t other_shape[] = {3, 2};
+  OnyxValue* other = NULL;
+  CHECK(api->CreateTensorAsOnyxValue(shared, other_shape, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &other));
+  expect_error(api->CopyTensors(NULL, &src, &other, NULL, 1), ONYX_INVALID_ARGUMENT, "cannot copy",
+               "CopyTensors between shapes [2,3] and [3,2]");
+  api->ReleaseValue(other);
+  api->ReleaseValue(from);
+  api->ReleaseValue(to);
+  api->ReleaseAllocator(shared); /* ignored: the shared allocator is the library's */
+  api->ReleaseMemoryInfo(cpu);
+  printf("ok: values and memory outside sessions\n");
+}
+
 int main(int argc, char** argv) {
   if (argc != 2 && argc != 4) {
     fprintf(stderr, "usage: %s MODEL_DIR [CUSTOM_OP_LIBRARY CUSTOM_OP_MODEL]\n", argv[0]);
@@ -515,6 +562,7 @@ int main(int argc, char** argv) {
   size_t count = 0;
   check_tiny_cnn(argv[1], probabilities, &count);
   check_values();
+  check_values_outside_sessions();
   check_errors();
   check_custom_ops(argc == 4 ? argv[2] : NULL, argc == 4 ? argv[3] : NULL);
   print_output("probabilities", probabilities, count);

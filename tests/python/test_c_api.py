@@ -101,3 +101,21 @@ def test_custom_op_library_errors(tmp_path):
     # A model whose custom op nobody registered: a clear error naming it.
     with pytest.raises(Exception, match=r"ai.onyx.example.*ScaledTanh"):
         onyx.InferenceSession(str(custom_op_model(tmp_path / "custom.onnx")))
+
+
+def test_python_module_goes_through_the_c_api():
+    """The extension reaches the library through OnyxGetApiBase's table
+    alone (plus the test-only device hooks), so what Python can do, a C
+    program can do: the C API is complete by construction."""
+    from onyx import _onyx
+
+    done = subprocess.run(["nm", "-D", "--undefined-only", _onyx.__file__], capture_output=True, text=True, check=True)
+    names = {line.split()[-1] for line in done.stdout.splitlines() if line.strip()}
+    demangled = subprocess.run(["c++filt"], input="\n".join(sorted(names)), capture_output=True, text=True, check=True)
+    from_onyx = sorted(n for n in demangled.stdout.splitlines() if "onyx" in n.lower())
+    assert from_onyx == [
+        "OnyxGetApiBase",
+        "onyx::register_testing_providers()",
+        "onyx::reset_testing_device_counters()",
+        "onyx::testing_device_counters[abi:cxx11]()",
+    ]
