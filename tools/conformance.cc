@@ -477,80 +477,81 @@ std::string default_data_dir() {
 
 int conformance_command(const std::vector<std::string>& args) {
   Options opt;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto need = [&]() -> bool {
-      if (i + 1 < args.size()) return true;
-      std::fprintf(stderr, "onyx conformance: %s needs a value\n", a.c_str());
-      return false;
-    };
-    if (a == "-h" || a == "--help") {
-      std::printf(
-          "usage: onyx conformance [DIR] [--filter TEXT]... [--expected FILE] [--report FILE]\n"
-          "                        [--timeout SECONDS] [--jobs N] [--compare onnxruntime]\n"
-          "                        [--function-bodies] [--providers NAME,NAME...] [-v]\n"
-          "DIR defaults to $ONYX_BACKEND_DATA, ../shared/onnx-backend-data, or the onnx package's data.\n"
-          "With --expected, exits 1 on a failure not in FILE or on a listed case that now passes.\n"
-          "With --compare onnxruntime, also runs every case through onnxruntime (pip) with the same\n"
-          "inputs and tolerances, one process per case, and prints both counts per folder.\n"
-          "With --function-bodies, ops that the ONNX spec defines as functions run through their\n"
-          "function bodies instead of their kernels.\n"
-          "With --providers, sessions use those execution providers in order (the CPU is the\n"
-          "fallback); TestDeviceExecutionProvider and TestCompilerExecutionProvider are the simulated\n"
-          "device that checks copies between memories.\n");
-      return kExitOk;
-    } else if (a == "--filter") {
-      if (!need()) return kExitUsage;
-      opt.filters.push_back(args[++i]);
-    } else if (a == "--expected") {
-      if (!need()) return kExitUsage;
-      opt.expected_file = args[++i];
-    } else if (a == "--report") {
-      if (!need()) return kExitUsage;
-      opt.report_file = args[++i];
-    } else if (a == "--timeout") {
-      if (!need()) return kExitUsage;
-      opt.timeout_s = std::max(1, std::atoi(args[++i].c_str()));
-    } else if (a == "--jobs" || a == "-j") {
-      if (!need()) return kExitUsage;
-      opt.jobs = std::max(1, std::atoi(args[++i].c_str()));
-    } else if (a == "--compare") {
-      if (!need()) return kExitUsage;
-      opt.compare_with = args[++i];
-      if (opt.compare_with != "onnxruntime") {
-        std::fprintf(stderr, "onyx conformance: --compare knows only 'onnxruntime'\n");
-        return kExitUsage;
+  CommandLine command_line("conformance",
+                           "Runs ONNX backend test cases (a folder holding model.onnx and test_data_set_*/, or "
+                           "folders of them, or light/-style model files with their outputs beside them), each in "
+                           "its own process so that a crash or a hang fails that case only, and compares the "
+                           "outputs with the suite's tolerances. Exits 1 when a case fails (with --expected: when "
+                           "a case fails that FILE does not list, or a listed case passes).");
+  command_line.positional("DIR",
+                          "the cases; by default $ONYX_BACKEND_DATA, ../shared/onnx-backend-data, or the data the "
+                          "onnx Python package ships",
+                          &opt.dir, false);
+  command_line.option({"--filter"}, "TEXT", "only cases whose name contains TEXT; repeat to add more",
+                      [&opt](const std::string& v) { opt.filters.push_back(v); });
+  command_line.option({"--expected"}, "FILE", "the expected failures, one 'case_name  # reason' a line",
+                      [&opt](const std::string& v) { opt.expected_file = v; });
+  command_line.option({"--report"}, "FILE",
+                      "also write the counts and every failure to FILE; its folder is created if missing",
+                      [&opt](const std::string& v) { opt.report_file = v; });
+  command_line.option({"--timeout"}, "SECONDS", "a case running longer fails (default 120)",
+                      [&opt](const std::string& v) { opt.timeout_s = static_cast<int>(parse_integer(v, 1, 86400)); });
+  command_line.option({"-j", "--jobs"}, "N", "cases run at once (default 2)",
+                      [&opt](const std::string& v) { opt.jobs = static_cast<int>(parse_integer(v, 1, 256)); });
+  command_line.option({"--compare"}, "onnxruntime",
+                      "also run every case through onnxruntime (pip) with the same inputs and tolerances, and print "
+                      "both pass counts per folder",
+                      [&opt](const std::string& v) {
+                        if (v != "onnxruntime") throw UsageError("knows only 'onnxruntime', got '" + v + "'");
+                        opt.compare_with = v;
+                      });
+  command_line.flag({"--function-bodies"},
+                    "run the ops that the ONNX spec defines as functions through their function bodies instead of "
+                    "their kernels",
+                    &opt.function_bodies);
+  command_line.option({"--providers"}, "NAME,NAME...",
+                      "execution providers in order, the CPU the fallback; TestDeviceExecutionProvider and "
+                      "TestCompilerExecutionProvider are the simulated device that checks copies between memories",
+                      [&opt](const std::string& v) {
+                        opt.providers.clear();
+                        for (size_t start = 0; start <= v.size();) {
+                          const size_t end = std::min(v.find(',', start), v.size());
+                          if (end > start) opt.providers.push_back(v.substr(start, end - start));
+                          start = end + 1;
+                        }
+                        if (opt.providers.empty()) throw UsageError("expects provider names, got '" + v + "'");
+                      });
+  command_line.flag({"-v", "--verbose"}, "print each case's result as it finishes", &opt.verbose);
+  command_line.example(
+      "onyx conformance ../shared/onnx-backend-data --expected tests/conformance/expected_failures.txt --jobs 2");
+  if (!command_line.parse(args)) return kExitOk;
+
+  if (!opt.dir.empty()) require_folder("DIR", opt.dir);
+  if (!opt.expected_file.empty()) require_file("--expected", opt.expected_file);
+  if (!opt.providers.empty()) {
+    // The simulated device is in every build, registered on request.
+    for (const std::string& name : opt.providers) {
+      if (name == testing::kTestDeviceProvider || name == testing::kTestCompilerProvider) {
+        testing::register_test_device_providers();
       }
-    } else if (a == "--providers") {
-      if (!need()) return kExitUsage;
-      std::string list = args[++i];
-      for (size_t start = 0; start <= list.size();) {
-        const size_t end = std::min(list.find(',', start), list.size());
-        if (end > start) opt.providers.push_back(list.substr(start, end - start));
-        start = end + 1;
+    }
+    std::vector<std::string> known = available_providers();
+    for (const char* simulated : {testing::kTestDeviceProvider, testing::kTestCompilerProvider}) {
+      if (std::find(known.begin(), known.end(), simulated) == known.end()) known.push_back(simulated);
+    }
+    std::string names;
+    for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
+    for (const std::string& name : opt.providers) {
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        throw UsageError(str_cat("--providers has unknown provider '", name, "' (known: ", names, ")"));
       }
-      for (const std::string& name : opt.providers) {
-        // The simulated device is in every build, registered on request.
-        if (name == testing::kTestDeviceProvider || name == testing::kTestCompilerProvider) {
-          testing::register_test_device_providers();
-        }
-      }
-    } else if (a == "--function-bodies") {
-      opt.function_bodies = true;
-    } else if (a == "-v" || a == "--verbose") {
-      opt.verbose = true;
-    } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "onyx conformance: unknown option '%s'\n", a.c_str());
-      return kExitUsage;
-    } else {
-      opt.dir = a;
     }
   }
   if (opt.dir.empty()) opt.dir = default_data_dir();
   if (opt.dir.empty() || !is_dir(opt.dir)) {
-    std::fprintf(stderr, "onyx conformance: no test data found (give DIR or set ONYX_BACKEND_DATA)\n");
-    return kExitUsage;
+    throw UsageError("no test data found: give DIR, or set ONYX_BACKEND_DATA to the folder of the cases");
   }
+  if (!opt.report_file.empty()) create_folder("--report", folder_of(opt.report_file));
   std::vector<Case> all;
   discover(opt.dir, all, 0);
   std::vector<Case> cases;
@@ -570,9 +571,11 @@ int conformance_command(const std::vector<std::string>& args) {
   for (size_t i = 0; i < cases.size(); ++i) {
     if (!outcomes[i].passed) report << "FAIL " << cases[i].name << ": " << outcomes[i].reason << "\n";
   }
+  bool report_written = true;
   if (!opt.report_file.empty()) {
     std::ofstream out(opt.report_file);
     out << report.str();
+    report_written = static_cast<bool>(out);
   }
 
   int exit_code = failed == 0 ? kExitOk : kExitFailure;
@@ -625,6 +628,10 @@ int conformance_command(const std::vector<std::string>& args) {
     }
   }
   std::printf("conformance: %zu passed, %zu failed\n", passed, failed);
+  if (!report_written) {
+    std::fprintf(stderr, "onyx conformance: error: cannot write the report to '%s'\n", opt.report_file.c_str());
+    return kExitFailure;
+  }
   return exit_code;
 }
 

@@ -13,16 +13,21 @@
 namespace onyx::cli {
 
 int inspect_command(const std::vector<std::string>& args) {
-  if (args.size() != 1 || args[0].empty() || args[0][0] == '-') {
-    std::fprintf(stderr, "usage: onyx inspect MODEL\n");
-    return kExitUsage;
-  }
-  Result<model::ModelProto> model = model::read_model_file(args[0]);
+  std::string path;
+  CommandLine command_line("inspect",
+                           "Prints what MODEL holds: IR version, producer, opsets, inputs and outputs with types and "
+                           "shapes, a histogram of its ops (subgraphs included), its parameter count, and whether "
+                           "the CPU provider has a kernel for every op. Exits 1 when some op is unsupported.");
+  command_line.positional("MODEL", "the model, an .onnx file", &path);
+  command_line.example("onyx inspect model.onnx");
+  if (!command_line.parse(args)) return kExitOk;
+  require_file("MODEL", path);
+  Result<model::ModelProto> model = model::read_model_file(path);
   if (!model.is_ok()) {
-    std::fprintf(stderr, "onyx inspect: cannot load '%s': %s\n", args[0].c_str(), model.status().message().c_str());
+    std::fprintf(stderr, "onyx inspect: error: cannot load '%s': %s\n", path.c_str(), model.status().message().c_str());
     return kExitFailure;
   }
-  std::printf("model     %s\n", args[0].c_str());
+  std::printf("model     %s\n", path.c_str());
   std::printf("ir        %lld, producer %s %s\n", static_cast<long long>(model->ir_version),
               model->producer_name.c_str(), model->producer_version.c_str());
   std::printf("opsets   ");
@@ -32,7 +37,7 @@ int inspect_command(const std::vector<std::string>& args) {
   std::printf("\n");
   Result<std::unique_ptr<graph::Graph>> built = graph::build_graph(*model);
   if (!built.is_ok()) {
-    std::fprintf(stderr, "onyx inspect: invalid graph: %s\n", built.status().message().c_str());
+    std::fprintf(stderr, "onyx inspect: error: invalid graph: %s\n", built.status().message().c_str());
     return kExitFailure;
   }
   graph::Graph& g = **built;

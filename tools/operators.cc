@@ -11,6 +11,11 @@
 namespace onyx::cli {
 
 int operators_command(const std::vector<std::string>& args) {
+  CommandLine command_line("operators",
+                           "Prints the operators the CPU provider has kernels for, by domain, with the schema "
+                           "versions and element types each serves, as Markdown (docs/operators.md is this output).");
+  command_line.example("onyx operators > docs/operators.md");
+  if (!command_line.parse(args)) return kExitOk;
   auto provider = make_cpu_provider();
   struct Entry {
     std::vector<std::pair<int, int>> ranges;
@@ -44,7 +49,6 @@ int operators_command(const std::vector<std::string>& args) {
       std::printf("| %s | %s | %s |\n", op.c_str(), versions.c_str(), types.c_str());
     }
   }
-  (void)args;
   return kExitOk;
 }
 

@@ -12,36 +12,36 @@
 namespace onyx::cli {
 
 int optimize_command(const std::vector<std::string>& args) {
-  std::vector<std::string> paths;
+  std::string in;
+  std::string out;
   SessionOptions options;
   bool stats = false;
   const std::map<std::string, GraphOptimizationLevel> levels = {
       {"disable", GraphOptimizationLevel::kDisableAll},   {"basic", GraphOptimizationLevel::kEnableBasic},
       {"extended", GraphOptimizationLevel::kEnableExtended}, {"layout", GraphOptimizationLevel::kEnableLayout},
       {"all", GraphOptimizationLevel::kEnableAll}};
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--level") {
-      if (i + 1 >= args.size() || levels.count(args[i + 1]) == 0) {
-        std::fprintf(stderr, "onyx optimize: --level takes disable, basic, extended, layout or all\n");
-        return kExitUsage;
-      }
-      options.graph_optimization_level = levels.at(args[++i]);
-    } else if (args[i] == "--stats") {
-      stats = true;
-    } else if (!args[i].empty() && args[i][0] == '-') {
-      std::fprintf(stderr, "onyx optimize: unknown option '%s'\n", args[i].c_str());
-      return kExitUsage;
-    } else {
-      paths.push_back(args[i]);
-    }
-  }
-  if (paths.size() != 2) {
-    std::fprintf(stderr, "usage: onyx optimize IN OUT [--level disable|basic|extended|layout|all] [--stats]\n");
-    return kExitUsage;
-  }
-  Result<model::ModelProto> model = model::read_model_file(paths[0]);
+  CommandLine command_line("optimize",
+                           "Prepares IN as a session would (graph optimizations for the CPU provider) and writes the "
+                           "resulting graph to OUT, an .onnx file that onyx loads as it is. Prints the node count "
+                           "before and after.");
+  command_line.positional("IN", "the model to optimize, an .onnx file", &in);
+  command_line.positional("OUT", "where to write the optimized model; its folder is created if missing", &out);
+  command_line.option({"--level"}, "LEVEL", "disable, basic, extended, layout or all (the default)",
+                      [&](const std::string& v) {
+                        const auto it = levels.find(v);
+                        if (it == levels.end()) {
+                          throw UsageError("expects disable, basic, extended, layout or all, got '" + v + "'");
+                        }
+                        options.graph_optimization_level = it->second;
+                      });
+  command_line.flag({"--stats"}, "also print each pass: times applied, nodes removed and added, milliseconds", &stats);
+  command_line.example("onyx optimize model.onnx out/model.opt.onnx --level extended --stats");
+  if (!command_line.parse(args)) return kExitOk;
+  require_file("IN", in);
+  create_folder("OUT", folder_of(out));
+  Result<model::ModelProto> model = model::read_model_file(in);
   if (!model.is_ok()) {
-    std::fprintf(stderr, "onyx optimize: cannot load '%s': %s\n", paths[0].c_str(), model.status().message().c_str());
+    std::fprintf(stderr, "onyx optimize: error: cannot load '%s': %s\n", in.c_str(), model.status().message().c_str());
     return kExitFailure;
   }
   auto cpu = make_cpu_provider();
@@ -54,8 +54,8 @@ int optimize_command(const std::vector<std::string>& args) {
     }
   }
   std::printf("nodes %zu -> %zu\n", model->graph->node.size(), prepared->graph->nodes.size());
-  throw_if_error(model::write_model_file(graph::graph_to_model(*prepared->graph, *model), paths[1]));
-  std::printf("wrote %s\n", paths[1].c_str());
+  throw_if_error(model::write_model_file(graph::graph_to_model(*prepared->graph, *model), out));
+  std::printf("wrote %s\n", out.c_str());
   return kExitOk;
 }
 

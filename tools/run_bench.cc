@@ -27,71 +27,37 @@ struct CommonArgs {
   std::string profile_prefix;  // write a Chrome trace when set
 };
 
-// Parses the options shared by run and bench; returns false (after printing
-// why) on a usage error.
-bool parse(const std::vector<std::string>& args, const char* command, CommonArgs& out) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const char* what) -> const std::string* {
-      if (i + 1 >= args.size()) {
-        std::fprintf(stderr, "onyx %s: %s needs %s\n", command, a.c_str(), what);
-        return nullptr;
-      }
-      return &args[++i];
-    };
-    try {
-      if (a == "--input" || a == "-i") {
-        const std::string* v = value("NAME=FILE.npy");
-        if (!v) return false;
-        const size_t eq = v->find('=');
-        if (eq == std::string::npos) {
-          std::fprintf(stderr, "onyx %s: --input expects NAME=FILE.npy, got '%s'\n", command, v->c_str());
-          return false;
-        }
-        out.inputs.emplace_back(v->substr(0, eq), v->substr(eq + 1));
-      } else if (a == "--output-dir" || a == "-o") {
-        const std::string* v = value("a folder");
-        if (!v) return false;
-        out.output_dir = *v;
-      } else if (a == "-t" || a == "--threads") {
-        const std::string* v = value("a number");
-        if (!v) return false;
-        out.threads = std::stoi(*v);
-      } else if (a == "-r" || a == "--runs") {
-        const std::string* v = value("a number");
-        if (!v) return false;
-        out.runs = std::max(1, std::stoi(*v));
-      } else if (a == "--warmup") {
-        const std::string* v = value("a number");
-        if (!v) return false;
-        out.warmup = std::max(0, std::stoi(*v));
-      } else if (a == "--profile") {
-        const std::string* v = value("a file prefix");
-        if (!v) return false;
-        out.profile_prefix = *v;
-      } else if (a == "--seed") {
-        const std::string* v = value("a number");
-        if (!v) return false;
-        out.seed = std::stoull(*v);
-      } else if (!a.empty() && a[0] == '-') {
-        std::fprintf(stderr, "onyx %s: unknown option '%s'\n", command, a.c_str());
-        return false;
-      } else if (out.model.empty()) {
-        out.model = a;
-      } else {
-        std::fprintf(stderr, "onyx %s: unexpected argument '%s'\n", command, a.c_str());
-        return false;
-      }
-    } catch (const std::exception&) {
-      std::fprintf(stderr, "onyx %s: %s expects a number, got '%s'\n", command, a.c_str(), args[i].c_str());
-      return false;
-    }
-  }
-  if (out.model.empty()) {
-    std::fprintf(stderr, "onyx %s: no MODEL given\n", command);
-    return false;
-  }
-  return true;
+constexpr int64_t kMaxThreads = 1024;
+constexpr int64_t kMaxRuns = 1000000000;
+
+// The arguments run and bench share: the model, its inputs, threads, seed.
+void add_model_arguments(CommandLine& command_line, CommonArgs& args) {
+  command_line.positional("MODEL", "the model, an .onnx file", &args.model);
+  command_line.option({"-i", "--input"}, "NAME=FILE.npy",
+                      "feed input NAME from a NumPy .npy file; repeat for more inputs. Inputs not given get seeded "
+                      "random values (floats in [0, 1), integers 0 or 1)",
+                      [&args](const std::string& v) {
+                        const size_t eq = v.find('=');
+                        if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+                          throw UsageError("expects NAME=FILE.npy, got '" + v + "'");
+                        }
+                        const std::string name = v.substr(0, eq);
+                        for (const auto& given : args.inputs) {
+                          if (given.first == name) throw UsageError("gives input '" + name + "' a second time");
+                        }
+                        args.inputs.emplace_back(name, v.substr(eq + 1));
+                      });
+  command_line.option(
+      {"-t", "--threads"}, "N", "threads for the ops (default 0: one per core)",
+      [&args](const std::string& v) { args.threads = static_cast<int>(parse_integer(v, 0, kMaxThreads)); });
+  command_line.option({"--seed"}, "N", "seed of the random inputs (default 0)",
+                      [&args](const std::string& v) { args.seed = parse_unsigned(v); });
+}
+
+// Every file the arguments name exists: checked before the model loads.
+void check_files(const CommonArgs& args) {
+  require_file("MODEL", args.model);
+  for (const auto& [name, path] : args.inputs) require_file("--input " + name, path);
 }
 
 Result<Feeds> make_feeds(const InferenceSession& session, const CommonArgs& args) {
@@ -114,7 +80,24 @@ Result<Feeds> make_feeds(const InferenceSession& session, const CommonArgs& args
 
 int run_command(const std::vector<std::string>& arg_list) {
   CommonArgs args;
-  if (!parse(arg_list, "run", args)) return kExitUsage;
+  CommandLine command_line("run",
+                           "Runs MODEL once and prints each input and output (type, shape and first values), the "
+                           "session creation time and the run time.");
+  add_model_arguments(command_line, args);
+  command_line.option({"-o", "--output-dir"}, "DIR",
+                      "also write each tensor output to DIR/NAME.npy ('/' in NAME becomes '_'); DIR is created "
+                      "if missing",
+                      [&args](const std::string& v) { args.output_dir = v; });
+  command_line.option({"--profile"}, "PREFIX",
+                      "write a Chrome trace of the run to PREFIX_<time>.json (open it in chrome://tracing or "
+                      "Perfetto); PREFIX's folder is created if missing",
+                      [&args](const std::string& v) { args.profile_prefix = v; });
+  command_line.example("onyx run model.onnx --input x=x.npy --output-dir out -t 4");
+  if (!command_line.parse(arg_list)) return kExitOk;
+  check_files(args);
+  create_folder("--output-dir", args.output_dir);
+  if (!args.profile_prefix.empty()) create_folder("--profile", folder_of(args.profile_prefix));
+
   SessionOptions options;
   options.intra_op_num_threads = args.threads;
   options.enable_profiling = !args.profile_prefix.empty();
@@ -144,7 +127,18 @@ int run_command(const std::vector<std::string>& arg_list) {
 
 int bench_command(const std::vector<std::string>& arg_list) {
   CommonArgs args;
-  if (!parse(arg_list, "bench", args)) return kExitUsage;
+  CommandLine command_line("bench",
+                           "Runs MODEL --warmup times, then --runs times, and prints latency percentiles (p50, p90, "
+                           "p99), throughput, session creation time and peak resident memory. Writes no files.");
+  add_model_arguments(command_line, args);
+  command_line.option({"-r", "--runs"}, "N", "timed runs (default 100)",
+                      [&args](const std::string& v) { args.runs = static_cast<int>(parse_integer(v, 1, kMaxRuns)); });
+  command_line.option({"--warmup"}, "N", "untimed runs first (default 5)",
+                      [&args](const std::string& v) { args.warmup = static_cast<int>(parse_integer(v, 0, kMaxRuns)); });
+  command_line.example("onyx bench model.onnx -r 200 -t 1");
+  if (!command_line.parse(arg_list)) return kExitOk;
+  check_files(args);
+
   SessionOptions options;
   options.intra_op_num_threads = args.threads;
   const auto created = Clock::now();
