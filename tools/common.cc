@@ -123,7 +123,7 @@ Result<Feeds> random_feeds(const InferenceSession& session, uint64_t seed) {
         case DataType::kUInt32: t.data<uint32_t>()[i] = static_cast<uint32_t>(u * 2); break;
         case DataType::kUInt64: t.data<uint64_t>()[i] = static_cast<uint64_t>(u * 2); break;
         case DataType::kBool: t.data<bool>()[i] = u < 0.5; break;
-        case DataType::kString: t.data<std::string>()[i] = "a"; break;
+        case DataType::kString: t.data<std::string>()[i].assign(1, 'a'); break;
         default: return not_implemented("cannot make random ", dtype_name(t.dtype()), " values for input '", m.name, "'");
       }
     }
