@@ -375,6 +375,18 @@ class InferenceSession:
         self._feedable.update({a.name: a for a in self._overridable})
         self._output_names = [a.name for a in self._outputs]
         self._output_set = set(self._output_names)
+        # What the per-run feed check needs, worked out once: the inputs a
+        # feed must have, and the numpy dtype of each tensor input whose
+        # arrays go to the core as they are (no view type, no strings).
+        self._required = [a.name for a in self._inputs if a._value_type.kind != _onyx.KIND_OPTIONAL]
+        self._has_optional = len(self._required) != len(self._inputs)
+        self._plain_dtypes = {}
+        for arg in self._inputs + self._overridable:
+            vt = arg._value_type
+            if vt.kind == _onyx.KIND_TENSOR and vt.elem_type != STRING and vt.elem_type not in VIEW_TYPES:
+                dtype = numpy_dtype_of(vt.elem_type)
+                if dtype is not None:
+                    self._plain_dtypes[arg.name] = np.dtype(dtype)
         self._providers = list(sess.providers())
         # The options each provider was given; the CPU provider takes none and,
         # as in onnxruntime, reports none.
@@ -548,21 +560,30 @@ class InferenceSession:
     def _feeds(self, input_feed: Mapping[str, Any]) -> list:
         """The feed as core values, checked as onnxruntime checks it: missing
         inputs (optional-typed ones may be left out) raise ValueError."""
-        if not isinstance(input_feed, Mapping):
+        if type(input_feed) is not dict and not isinstance(input_feed, Mapping):
             raise TypeError(f"input_feed must be a dict of input name to value, got {type(input_feed).__name__}")
-        optional = _onyx.KIND_OPTIONAL
-        missing = [a.name for a in self._inputs if a.name not in input_feed and a._value_type.kind != optional]
-        if missing:
-            raise ValueError(f"inputs {missing} are required, but the feed only has {list(input_feed)}")
+        for required in self._required:
+            if required not in input_feed:
+                missing = [name for name in self._required if name not in input_feed]
+                raise ValueError(f"inputs {missing} are required, but the feed only has {list(input_feed)}")
         feeds = []
+        plain = self._plain_dtypes
         for name, value in input_feed.items():
+            # The common case first: a contiguous array of the declared type
+            # is borrowed as it is.
+            dtype = plain.get(name)
+            if dtype is not None and type(value) is np.ndarray and value.dtype == dtype and value.flags.c_contiguous:
+                feeds.append((name, _onyx.Value.from_numpy(value)))
+                continue
             arg = self._feedable.get(name)
             if arg is None:
                 raise InvalidArgument(
                     f"Invalid input name: '{name}'; the model's inputs are {[a.name for a in self._inputs]}"
                 )
             feeds.append((name, _to_value(arg._value_type, value, arg.name)))
-        return feeds + self._omitted_optional_inputs(input_feed)
+        if self._has_optional:
+            feeds += self._omitted_optional_inputs(input_feed)
+        return feeds
 
     def _run_options(self, run_options: RunOptions | None) -> RunOptions:
         if run_options is None:
@@ -576,6 +597,8 @@ class InferenceSession:
         severity = run_options.log_severity_level
         if severity < 0:
             severity = self._sess_options.log_severity_level
+        if severity > 0:
+            return run()
         start = time.perf_counter()
         outputs = run()
         if severity <= 0:
