@@ -10,11 +10,20 @@ jobs=$(nproc)
 # Let ccache share objects between checkouts in different folders (CI clones
 # afresh each time): paths are hashed relative to the checkout.
 export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
+# The project's virtual environment (scripts/setup.sh makes it): python3,
+# pytest and the onnx package the tests and `onyx conformance` call are its own.
+if [ ! -x .venv/bin/python ]; then
+  echo "scripts/test.sh: .venv is missing; run scripts/setup.sh first" >&2
+  exit 1
+fi
+# shellcheck disable=SC1091
+source .venv/bin/activate
 
 echo "== include layering"
 scripts/check_layers.sh
 
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DPython_EXECUTABLE="$root/.venv/bin/python" -DPython3_EXECUTABLE="$root/.venv/bin/python" >/dev/null
 cmake --build "$build" -j "$jobs"
 
 echo "== C++ tests"
