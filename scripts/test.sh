@@ -22,7 +22,10 @@ source .venv/bin/activate
 echo "== include layering"
 scripts/check_layers.sh
 
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+# CI (CI=true) turns compiler warnings into errors; a local run only prints them.
+werror=OFF
+[ "${CI:-}" = true ] && werror=ON
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DONYX_WERROR="$werror" \
   -DPython_EXECUTABLE="$root/.venv/bin/python" -DPython3_EXECUTABLE="$root/.venv/bin/python" >/dev/null
 cmake --build "$build" -j "$jobs"
 
