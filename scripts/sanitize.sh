@@ -13,6 +13,10 @@ cd "$(dirname "$0")/.."
 build=${ONYX_ASAN_BUILD_DIR:-build-asan}
 filter=${1:-*}
 jobs=$(nproc)
+# The project's virtual environment (scripts/setup.sh) has the onnx package
+# that writes the custom-operator model below.
+python=python3
+[ -x .venv/bin/python ] && python=.venv/bin/python
 
 # -O2 keeps the suite fast; -g1 (line tables) is enough for symbolized stack
 # traces at a fraction of full debug info's compile time. NDEBUG stays off so
@@ -44,7 +48,7 @@ fi
 if [ "$status" -eq 0 ] && [ "$filter" = "*" ]; then
   echo "== onyx_capi_test under ASan+LSan+UBSan"
   cc -shared -fPIC -O2 -Iinclude examples/custom_op_library/custom_ops.c -o "$build/libonyx_custom_ops_example.so" -lm
-  python3 -c "import sys; sys.path.insert(0, 'tests/python'); from pathlib import Path; \
+  "$python" -c "import sys; sys.path.insert(0, 'tests/python'); from pathlib import Path; \
 from bindings_util import custom_op_model; custom_op_model(Path('$build/custom_ops.onnx'), with_in_process_op=True)"
   ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "$build/onyx_capi_test" models "$build/libonyx_custom_ops_example.so" "$build/custom_ops.onnx" 2>&1 |

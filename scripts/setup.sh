@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Installs what building and testing onyx needs on Debian 12: the compiler
-# toolchain and GoogleTest from apt, and the Python packages from PyPI.
-# Safe to run again: it installs only what is missing.
+# toolchain and GoogleTest from apt (the one system-wide step, through sudo
+# when not root), and the Python packages into the project's own virtual
+# environment, .venv/ in the checkout. It never runs pip against the system or
+# user site-packages and never changes pip's configuration.
+# Safe to run again: it installs only what is missing, so a second run takes
+# a couple of seconds.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=.venv
 
 need_apt=()
 command -v cmake >/dev/null || need_apt+=(cmake)
@@ -11,12 +17,13 @@ command -v g++ >/dev/null || need_apt+=(g++)
 command -v ccache >/dev/null || need_apt+=(ccache)
 command -v javac >/dev/null || need_apt+=(default-jdk-headless)  # the Java binding (java/)
 [ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
-command -v python3 >/dev/null || need_apt+=(python3 python3-dev python3-pip python3-venv)
-# The Python extension needs Python.h; pip may be missing from a bare python3.
+command -v python3 >/dev/null || need_apt+=(python3 python3-dev python3-venv)
 if command -v python3 >/dev/null; then
+  # The Python extension needs Python.h.
   python3 -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' ||
     need_apt+=(python3-dev)
-  python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+  # Debian splits the venv module's pip bootstrap (ensurepip) into python3-venv.
+  [ -x "$venv/bin/python" ] || python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 fi
 # Image codecs for ImageDecoder (optional: without them onyx still builds, and
 # the op reports the missing format). Headers may sit in a multiarch folder.
@@ -32,28 +39,40 @@ command -v node >/dev/null || need_apt+=(nodejs); [ -f /usr/include/node/node_ap
 # The C# binding (csharp/): Mono's compiler and runtime.
 { command -v mcs >/dev/null && command -v mono >/dev/null; } || need_apt+=(mono-mcs mono-runtime)
 if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "onyx setup: apt-get install ${need_apt[*]}"
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
-# openvino: the wheel the OpenVINO provider builds against (headers, libraries, CMake config).
+# The project's virtual environment. It does not see the system's
+# site-packages, so what the tests import is exactly what is installed here.
+# A venv whose python no longer runs (its base interpreter was removed) is
+# made again.
+if ! "$venv/bin/python" -c '' 2>/dev/null; then
+  echo "onyx setup: creating the virtual environment $venv"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+fi
+
+# Distribution names as pip knows them. nanobind and scikit-build-core build
+# the extension (`pip install --no-build-isolation .` uses these); openvino is
+# the wheel the OpenVINO provider builds against (headers, libraries, CMake
+# config); onnx also generates the backend conformance suite when
+# ../shared/onnx-backend-data is absent (scripts/make_backend_data.py).
 python_packages=(numpy onnx onnxruntime nanobind scikit-build-core pytest scikit-learn skl2onnx openvino)
-missing=()
-for p in "${python_packages[@]}"; do
-  module=${p//-/_}
-  [ "$module" = scikit_learn ] && module=sklearn
-  python3 -c "import $module" 2>/dev/null || missing+=("$p")
-done
-# Debian's own python3 refuses system-wide pip installs (PEP 668). On such a
-# python, let pip install for this user's development machine, so that the
-# README's `pip install .` works too; a pyenv or venv python needs nothing.
-if python3 -c 'import sys, sysconfig, os; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["stdlib"], "EXTERNALLY-MANAGED")))' 2>/dev/null &&
-   [ -z "${VIRTUAL_ENV:-}" ]; then
-  python3 -m pip config --user set global.break-system-packages true >/dev/null
-fi
+mapfile -t missing < <("$venv/bin/python" - "${python_packages[@]}" <<'EOF'
+import importlib.metadata, sys
+for name in sys.argv[1:]:
+    try:
+        importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        print(name)
+EOF
+)
 if [ ${#missing[@]} -gt 0 ]; then
-  python3 -m pip install -q "${missing[@]}"
+  echo "onyx setup: installing into $venv: ${missing[*]}"
+  "$venv/bin/python" -m pip install --disable-pip-version-check -q "${missing[@]}"
 fi
-echo "onyx setup: build tools and Python packages are in place"
+echo "onyx setup: build tools are in place; Python packages are in $venv (source $venv/bin/activate, or call $venv/bin/python)"

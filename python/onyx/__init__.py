@@ -15,6 +15,8 @@ int8/uint8 per element. Feed such inputs the same way (the session
 reinterprets the integers as the type the model declares).
 """
 
+import os as _os
+
 from . import _onyx, capi
 from .io_binding import IOBinding
 from .ortvalue import OrtDevice, OrtValue
@@ -48,6 +50,24 @@ from .session import (
 
 __version__ = _onyx.version()
 version = __version__
+
+
+def get_include() -> str:
+    """The folder holding onyx's C and C++ headers (``onyx/onyx_c_api.h``,
+    ``onyx/onyx_cxx_api.h``): compile with ``-I`` this folder."""
+    return _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "include")
+
+
+def get_library_dir() -> str:
+    """The folder holding ``libonyx.so``: link with ``-L`` this folder and
+    ``-lonyx``, and give the program an rpath (or ``LD_LIBRARY_PATH``) to it.
+    In an installed wheel it is this package's folder; in a CMake build tree
+    (``build/python/onyx``), the build folder."""
+    package = _os.path.dirname(_os.path.abspath(__file__))
+    for folder in (package, _os.path.dirname(_os.path.dirname(package))):
+        if _os.path.exists(_os.path.join(folder, "libonyx.so")):
+            return folder
+    raise FileNotFoundError(f"libonyx.so is neither in {package} nor in its build folder")
 
 
 def get_version_string() -> str:
@@ -87,6 +107,8 @@ __all__ = [
     "get_available_providers",
     "get_build_info",
     "get_device",
+    "get_include",
+    "get_library_dir",
     "get_version_string",
     "set_default_logger_severity",
     "set_seed",

@@ -21,7 +21,7 @@ TEST(Tensor, RejectsNegativeAndHugeShapes) {
 
 TEST(Tensor, StringTensorsHoldStrings) {
   Tensor t(DataType::kString, {2});
-  t.data<std::string>()[0] = "a";
+  t.data<std::string>()[0] = std::string(1, 'a');
   t.data<std::string>()[1] = std::string(100, 'x');
   Tensor c = t.clone();
   EXPECT_EQ(c.data<std::string>()[1].size(), 100u);
