@@ -21,6 +21,9 @@ from bindings_util import ROOT, build_dir, tiny_cnn_image, tiny_cnn_reference
 
 
 def run(command, timeout=300, **kwargs) -> subprocess.CompletedProcess:
+    # Without the PYTHONPATH the tests run under (build/python): the wheel's
+    # venv must import its own onyx, not the build tree's.
+    kwargs.setdefault("env", {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     done = subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=timeout, **kwargs)
     assert done.returncode == 0, f"{' '.join(map(str, command))} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     return done
