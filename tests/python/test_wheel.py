@@ -20,11 +20,15 @@ import pytest
 from bindings_util import ROOT, build_dir, tiny_cnn_image, tiny_cnn_reference
 
 
-def run(command, timeout=300, **kwargs) -> subprocess.CompletedProcess:
-    # Without the PYTHONPATH the tests run under (build/python): the wheel's
-    # venv must import its own onyx, not the build tree's.
-    kwargs.setdefault("env", {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
-    done = subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=timeout, **kwargs)
+# The environment of a fresh shell: the tests' own PYTHONPATH (scripts/test.sh
+# points it at build/python) and virtual environment must not leak into the
+# fresh one.
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+
+
+def run(command, timeout=300, env=CLEAN_ENV, **kwargs) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=timeout, env=env,
+                          **kwargs)
     assert done.returncode == 0, f"{' '.join(map(str, command))} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     return done
 
@@ -41,7 +45,6 @@ def wheel(request, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     # The build dependencies of this Python, not a download: the same
     # scikit-build-core and nanobind as `pip install --no-build-isolation .`.
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     command = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", out, ROOT]
     # The flags of the build tree the tests run from (CI adds -Werror), so
     # that the compiles are ccache hits rather than a second full build.
@@ -50,7 +53,7 @@ def wheel(request, tmp_path_factory) -> Path:
     if folder is not None and "ONYX_WERROR:BOOL=ON" in (folder / "CMakeCache.txt").read_text():
         werror = "ON"
     command.append(f"--config-settings=cmake.define.ONYX_WERROR={werror}")
-    run(command, timeout=3600, env=env)
+    run(command, timeout=3600)
     found = sorted(out.glob("onyx-*.whl"))
     assert len(found) == 1, found
     return found[0]
