@@ -51,5 +51,11 @@ if grep -rn '#include "' python/src --include='*.cc' --include='*.h' | grep -v -
   echo "layering: python/src includes something of onyx other than its C API (onyx/onyx_c_api.h)"
   status=1
 fi
+# The server (serving/) is an application over the public C++ API: onyx/
+# headers and its own, nothing of src/.
+if [ -d serving ] && grep -rn '#include "' serving | grep -v -e '#include "onyx/' -e '#include "[a-z_]*\.h"'; then
+  echo "layering: serving/ includes something of onyx other than its public API (include/onyx/)"
+  status=1
+fi
 [ "$status" -eq 0 ] && echo "layering: every include points down the layers"
 exit "$status"

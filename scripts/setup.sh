@@ -36,6 +36,9 @@ have_header webp/decode.h || need_apt+=(libwebp-dev)
 have_header "openjpeg-2.*/openjpeg.h" || need_apt+=(libopenjp2-7-dev)
 # The Node.js binding (node/): node, and its N-API headers (node_api.h).
 command -v node >/dev/null || need_apt+=(nodejs); [ -f /usr/include/node/node_api.h ] || need_apt+=(libnode-dev)
+# `onyx serve` (serving/): cpp-httplib and nlohmann-json.
+[ -f /usr/include/httplib.h ] || need_apt+=(libcpp-httplib-dev)
+[ -f /usr/include/nlohmann/json.hpp ] || need_apt+=(nlohmann-json3-dev)
 # The C# binding (csharp/): Mono's compiler and runtime.
 { command -v mcs >/dev/null && command -v mono >/dev/null; } || need_apt+=(mono-mcs mono-runtime)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -61,7 +64,11 @@ fi
 # the wheel the OpenVINO provider builds against (headers, libraries, CMake
 # config); onnx also generates the backend conformance suite when
 # ../shared/onnx-backend-data is absent (scripts/make_backend_data.py).
-python_packages=(numpy onnx onnxruntime nanobind scikit-build-core pytest scikit-learn skl2onnx openvino)
+# tritonclient is the HTTP client the server's tests use; ray (with its data
+# and serve extras) runs onyx.ray's tests on a local cluster.
+python_packages=(numpy onnx onnxruntime nanobind scikit-build-core pytest scikit-learn skl2onnx openvino tritonclient ray)
+# What pip installs for a name above, where it needs extras.
+declare -A install_as=([tritonclient]="tritonclient[http]" [ray]="ray[data,serve]")
 mapfile -t missing < <("$venv/bin/python" - "${python_packages[@]}" <<'EOF'
 import importlib.metadata, sys
 for name in sys.argv[1:]:
@@ -72,7 +79,9 @@ for name in sys.argv[1:]:
 EOF
 )
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "onyx setup: installing into $venv: ${missing[*]}"
-  "$venv/bin/python" -m pip install --disable-pip-version-check -q "${missing[@]}"
+  to_install=()
+  for name in "${missing[@]}"; do to_install+=("${install_as[$name]:-$name}"); done
+  echo "onyx setup: installing into $venv: ${to_install[*]}"
+  "$venv/bin/python" -m pip install --disable-pip-version-check -q "${to_install[@]}"
 fi
 echo "onyx setup: build tools are in place; Python packages are in $venv (source $venv/bin/activate, or call $venv/bin/python)"

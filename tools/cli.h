@@ -20,6 +20,7 @@ int conformance_command(const std::vector<std::string>& args);
 int operators_command(const std::vector<std::string>& args);
 int optimize_command(const std::vector<std::string>& args);
 int version_command(const std::vector<std::string>& args);
+int serve_command(const std::vector<std::string>& args);
 
 // Reads / writes NumPy .npy files (little-endian numeric and bool dtypes).
 Result<Tensor> read_npy(const std::string& path);

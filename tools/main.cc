@@ -21,6 +21,7 @@ constexpr Command kCommands[] = {
     {"bench", "latency percentiles, throughput, session creation time and peak memory", onyx::cli::bench_command},
     {"optimize", "write the graph a session runs at an optimization level, as .onnx", onyx::cli::optimize_command},
     {"conformance", "run ONNX backend test cases, each in its own process", onyx::cli::conformance_command},
+    {"serve", "serve a model repository over HTTP (Open Inference Protocol, as Triton)", onyx::cli::serve_command},
     {"operators", "the supported operators, versions and types as Markdown", onyx::cli::operators_command},
     {"version", "the version (and with --verbose the execution providers)", onyx::cli::version_command},
 };
