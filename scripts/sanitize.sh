@@ -23,7 +23,7 @@ python=python3
 # that asserts and the optimizer's verify-after-each-pass run too.
 cmake -S . -B "$build" -G Ninja -DONYX_SANITIZE=ON -DONYX_PYTHON=OFF -DONYX_BUILD_TESTS=ON \
   -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O2 -g1" -DCMAKE_C_FLAGS_SANITIZE="-O2 -g1" >/dev/null
-cmake --build "$build" -j "$jobs" --target onyx_tests onyx_capi_test
+cmake --build "$build" -j "$jobs" --target onyx_tests onyx_capi_test onyx_cli
 
 log="$build/sanitize.log"
 echo "== onyx_tests under ASan+LSan+UBSan (log: $log)"
