@@ -520,11 +520,45 @@ def test_bad_config_is_reported_not_fatal(program, tmp_path):
     add_model(tmp_path, "bad", add_relu_model(), "max_batch_size: 4\nsequence_batching { }\n")
     add_model(tmp_path, "broken", add_relu_model())
     (tmp_path / "broken" / "1" / "model.onnx").write_bytes(b"not a model")
+    bad_configs = {
+        "syntax": ('max_batch_size: 4\ninstance_group [{ count: 2 }\n', "config.pbtxt:"),
+        "preferred": ("max_batch_size: 4\ndynamic_batching { preferred_batch_size: [8] }\n", "preferred_batch_size 8"),
+        "parameter": ('parameters { key: "colour" value { string_value: "red" } }\n', "unknown key 'colour'"),
+        "wrong_type": ('input [{ name: "X", data_type: TYPE_INT64 }]\n', "model's is FP32"),
+        "wrong_input": ('input [{ name: "Q" }]\n', "input 'Q', which the model lacks"),
+        "not_batchable": ("max_batch_size: 2\n", "set max_batch_size: 0"),
+        "no_version": (None, "no version folder"),
+    }
+    for name, (config, _) in bad_configs.items():
+        model = mlp_model() if name == "not_batchable" else add_relu_model()
+        if name == "not_batchable":
+            model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 3
+        if name == "no_version":
+            (tmp_path / name).mkdir()
+        else:
+            add_model(tmp_path, name, model, config)
     with Server(program, tmp_path) as s:
         assert s.client.is_model_ready("good")
         assert not s.client.is_server_ready()
         index = {m["name"]: m for m in s.client.get_model_repository_index()}
         assert index["bad"]["state"] == "UNAVAILABLE" and "sequence_batching" in index["bad"]["reason"]
         assert index["broken"]["state"] == "UNAVAILABLE" and "does not load" in index["broken"]["reason"]
+        for name, (_, reason) in bad_configs.items():
+            assert index[name]["state"] == "UNAVAILABLE", name
+            assert reason in index[name]["reason"], (name, index[name]["reason"])
         status, body = s.request("POST", "/v2/models/bad/infer", json.dumps(VALID))
         assert status == 503 and "sequence_batching" in body["error"]
+
+
+def test_explicit_model_control_and_instances(program, tmp_path):
+    add_model(tmp_path, "a", add_relu_model(), 'instance_group [{ count: 2, kind: KIND_CPU }]\n'
+              'parameters { key: "execution_providers" value { string_value: "CPUExecutionProvider" } }\n')
+    add_model(tmp_path, "b", add_relu_model())
+    with Server(program, tmp_path, "--model-control-mode", "explicit", "--load-model", "a") as s:
+        assert s.client.is_model_ready("a")
+        assert not s.client.is_model_ready("b")
+        config = s.client.get_model_config("a")
+        assert config["instance_group"][0]["count"] == 2
+        assert config["parameters"]["execution_providers"]["string_value"] == "CPUExecutionProvider"
+        s.client.load_model("b")
+        assert s.client.is_model_ready("b")
