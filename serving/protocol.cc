@@ -71,8 +71,13 @@ const json* member(const json& object, const char* key) {
   return it == object.end() ? nullptr : &*it;
 }
 
+// A short description of a JSON value for an error message. Arrays and
+// objects are described, not printed: printing recurses, and a request may
+// nest them deeper than the stack.
 std::string what_json(const json& value) {
-  std::string text = value.dump();
+  if (value.is_array()) return "an array of " + std::to_string(value.size()) + " items";
+  if (value.is_object()) return "an object";
+  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   return text;
 }
@@ -124,8 +129,11 @@ void fill_from_json(Tensor& tensor, const std::vector<const json*>& items, const
         }
       } else {
         if (!item.is_number()) element_error(i, "a number");
-        out[i] = T(static_cast<float>(item.get<double>()));
-        if constexpr (std::is_same_v<T, double>) out[i] = item.get<double>();
+        if constexpr (std::is_same_v<T, double>) {
+          out[i] = item.get<double>();
+        } else {
+          out[i] = T(static_cast<float>(item.get<double>()));
+        }
       }
     }
   });
@@ -190,12 +198,11 @@ Tensor read_input(const json& input, const ValueMetadata& meta, const std::strin
   int64_t elements = 1;
   for (const json& d : *shape_json) {
     if (!d.is_number_integer() || (!d.is_number_unsigned() && d.get<int64_t>() < 0)) {
-      bad_request("input '" + name + "': shape " + what_json(*shape_json) +
-                  " has a dimension that is not a whole number >= 0");
+      bad_request("input '" + name + "': shape has a dimension that is not a whole number >= 0: " + what_json(d));
     }
     const uint64_t dim = d.get<uint64_t>();
     if (dim > static_cast<uint64_t>(kMaxElements) || (dim > 0 && elements > kMaxElements / static_cast<int64_t>(dim))) {
-      bad_request("input '" + name + "': shape " + what_json(*shape_json) + " has too many elements");
+      bad_request("input '" + name + "': shape has too many elements (over 2^40)");
     }
     shape.push_back(static_cast<int64_t>(dim));
     elements *= static_cast<int64_t>(dim);

@@ -227,7 +227,6 @@ struct Server::Impl {
         value(labels, *model);
       }
     };
-    std::vector<Statistics::Snapshot> snapshots;
     std::map<const ServedModel*, Statistics::Snapshot> snapshot_of;
     for (const auto& model : models) snapshot_of[model.get()] = model->statistics.snapshot();
     auto counter = [&](const char* name, const char* help, auto field) {

@@ -375,6 +375,12 @@ VALID = {"inputs": [{"name": "X", "shape": [1, 3], "datatype": "FP32", "data": [
         (json.dumps(VALID), {"Inference-Header-Content-Length": "x"}, 400, "byte count"),
         (json.dumps({**VALID, "outputs": [{"name": "nope"}]}), {}, 400, "no output 'nope'"),
         ("[" * 100000, {}, 400, "not valid JSON"),
+        # Nested deeper than any recursion could follow: described, never printed.
+        ('{"inputs": [{"name": "X", "datatype": "FP32", "shape": ' + "[" * 100000 + "]" * 100000 + "}]}", {}, 400,
+         "an array of 1 items"),
+        ('{"inputs": [' + "[" * 100000 + "]" * 100000 + "]}", {}, 400, "an array of 1 items"),
+        ('{"inputs": [{"name": "X", "shape": [1, 3], "datatype": "FP32", "data": ' + "[" * 100000 + "]" * 100000 + "}]}",
+         {}, 400, "nested deeper"),
     ],
 )
 def test_malformed_requests_get_4xx_with_a_message(server, body, headers, status, message):
@@ -390,6 +396,11 @@ def test_unknown_model_route_and_version(server):
     assert server.request("GET", "/v2/models/mlp/versions/x")[0] == 400
     status, body = server.request("GET", "/nowhere")
     assert status == 404 and "/nowhere" in body["error"]
+    # Routes are regular expressions: a path at httplib's 8 KB limit is
+    # matched without trouble, and a longer one refused (414).
+    assert server.request("GET", "/v2/models/" + "a" * 8100 + "/ready")[0] == 404
+    assert server.request("POST", "/v2/models/" + "a" * 100000 + "/infer", "{}")[0] == 414
+    assert server.client.is_server_live()
 
 
 def test_metrics(server):
