@@ -28,7 +28,9 @@ std::vector<std::string> Repository::names() const {
   std::vector<std::string> names;
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(root_, error)) {
-    if (entry.is_directory(error)) names.push_back(entry.path().filename().string());
+    const std::string name = entry.path().filename().string();
+    // Hidden folders (.git, editors' and notebooks' caches) are not models.
+    if (entry.is_directory(error) && !name.starts_with('.')) names.push_back(name);
   }
   std::sort(names.begin(), names.end());
   return names;

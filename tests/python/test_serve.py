@@ -548,12 +548,14 @@ def test_bad_config_is_reported_not_fatal(program, tmp_path):
             (tmp_path / name).mkdir()
         else:
             add_model(tmp_path, name, model, config)
+    (tmp_path / ".hidden" / "1").mkdir(parents=True)
     with Server(program, tmp_path) as s:
         assert s.client.is_model_ready("good")
         assert not s.client.is_server_ready()
         index = {m["name"]: m for m in s.client.get_model_repository_index()}
         assert index["bad"]["state"] == "UNAVAILABLE" and "sequence_batching" in index["bad"]["reason"]
         assert index["broken"]["state"] == "UNAVAILABLE" and "does not load" in index["broken"]["reason"]
+        assert ".hidden" not in index
         for name, (_, reason) in bad_configs.items():
             assert index[name]["state"] == "UNAVAILABLE", name
             assert reason in index[name]["reason"], (name, index[name]["reason"])
