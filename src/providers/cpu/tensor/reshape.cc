@@ -193,13 +193,13 @@ class IdentityKernel final : public Kernel {
 
 }  // namespace
 
-ONYX_REGISTER_CPU_KERNEL("", "Reshape", 1, 4, types::all(), ReshapeKernel);
-ONYX_REGISTER_CPU_KERNEL("", "Reshape", 5, kLatestVersion, types::all(), ReshapeKernel);
-ONYX_REGISTER_CPU_KERNEL("", "Flatten", 1, kLatestVersion, types::all(), FlattenKernel);
-ONYX_REGISTER_CPU_KERNEL("", "Squeeze", 1, 12, types::all(), SqueezeKernel);
-ONYX_REGISTER_CPU_KERNEL("", "Squeeze", 13, kLatestVersion, types::all(), SqueezeKernel);
-ONYX_REGISTER_CPU_KERNEL("", "Unsqueeze", 1, 12, types::all(), UnsqueezeKernel);
-ONYX_REGISTER_CPU_KERNEL("", "Unsqueeze", 13, kLatestVersion, types::all(), UnsqueezeKernel);
-ONYX_REGISTER_CPU_KERNEL("", "Identity", 1, kLatestVersion, types::all(), IdentityKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Reshape", 1, 4, types::all_with_small_formats(), ReshapeKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Reshape", 5, kLatestVersion, types::all_with_small_formats(), ReshapeKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Flatten", 1, kLatestVersion, types::all_with_small_formats(), FlattenKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Squeeze", 1, 12, types::all_with_small_formats(), SqueezeKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Squeeze", 13, kLatestVersion, types::all_with_small_formats(), SqueezeKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Unsqueeze", 1, 12, types::all_with_small_formats(), UnsqueezeKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Unsqueeze", 13, kLatestVersion, types::all_with_small_formats(), UnsqueezeKernel);
+ONYX_REGISTER_CPU_KERNEL("", "Identity", 1, kLatestVersion, types::all_with_small_formats(), IdentityKernel);
 
 }  // namespace onyx::cpu
