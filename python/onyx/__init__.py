@@ -9,16 +9,21 @@ work with ``import onyx as ort``::
 
 Errors carry onnxruntime's exception classes (``onyx.capi.onnxruntime_pybind11_state``).
 
-Element types numpy lacks are shown through same-width integer views:
-bfloat16 as uint16, float8/float4 as uint8, int4/uint4/int2/uint2 as one
-int8/uint8 per element. Feed such inputs the same way (the session
-reinterprets the integers as the type the model declares).
+Element types numpy lacks (bfloat16, the float8 types, float4, int4/uint4,
+int2/uint2) come back as ml_dtypes arrays, as onnx.numpy_helper makes them,
+and are fed the same way. Their same-width integer views (bfloat16 as
+uint16, float8/float4 as uint8, int4/uint4/int2/uint2 as one int8/uint8 per
+element) are accepted as feeds too: the session reinterprets the integers as
+the type the model declares.
 """
 
 import os as _os
 
-from . import _onyx, capi
+from . import _onyx, _types, capi
 from .io_binding import IOBinding
+
+# Outputs of types numpy lacks come back as ml_dtypes arrays.
+_onyx._set_view_converter(_types.from_view)
 from .ortvalue import OrtDevice, OrtValue
 from .session import (
     EngineError,

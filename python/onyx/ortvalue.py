@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import _onyx
-from ._types import VIEW_TYPES, onnx_type_of
+from ._types import VIEW_TYPES, onnx_type_of, to_view
 
 __all__ = ["OrtDevice", "OrtValue", "resolve_device"]
 
@@ -185,7 +185,9 @@ class OrtValue:
             host = OrtValue(_onyx.Value.from_strings(numpy_obj.ravel().tolist(), list(numpy_obj.shape)))
         else:
             array = numpy_obj if numpy_obj.flags.c_contiguous else np.ascontiguousarray(numpy_obj)
-            host = OrtValue(_onyx.Value.from_numpy(array), array)
+            # An ml_dtypes array (bfloat16, float8, int4, ...) goes as its integer view.
+            view, elem_type = to_view(array)
+            host = OrtValue(_onyx.Value.from_numpy(view, elem_type), view)
         if device[0] == _onyx.DEVICE_TYPES["cpu"]:
             return host
         return OrtValue(_on_device(lambda: host._value.to_device(*device), device_type, device[1]))

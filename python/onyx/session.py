@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from . import _onyx
-from ._types import ONNX_TYPE_OF_NUMPY, STRING, VIEW_TYPES, numpy_dtype_of
+from ._types import ML_DTYPE_OF_ONNX_TYPE, ONNX_TYPE_OF_NUMPY, STRING, VIEW_TYPES, numpy_dtype_of, to_view
 from .io_binding import IOBinding
 from .ortvalue import OrtValue
 
@@ -620,6 +620,8 @@ def _array_from_list(value_type: Any, elem_type: int, value: list, where: str) -
     onnxruntime converts lists (floats for an int64 input are truncated)."""
     if elem_type == STRING:
         dtype = np.dtype(object)
+    elif elem_type in ML_DTYPE_OF_ONNX_TYPE:
+        dtype = ML_DTYPE_OF_ONNX_TYPE[elem_type]
     elif elem_type in VIEW_TYPES:
         raise RuntimeError(
             f"input '{where}' is {value_type}, which numpy has no type for: feed a numpy array of "
@@ -636,7 +638,8 @@ def _array_from_list(value_type: Any, elem_type: int, value: list, where: str) -
 def _tensor_value(value_type: Any, value: Any, where: str):
     """A tensor feed, borrowing numpy memory. The session checks the element
     type and shape against the model; here only types numpy lacks are mapped
-    (a uint16 array feeds a bfloat16 input, see VIEW_TYPES)."""
+    (an ml_dtypes array, or its integer view: a uint16 array feeds a bfloat16
+    input, see VIEW_TYPES)."""
     elem_type = value_type.elem_type if value_type is not None else 0
     if isinstance(value, np.ndarray):
         array = value
@@ -649,6 +652,9 @@ def _tensor_value(value_type: Any, value: Any, where: str):
         raise RuntimeError(f"input '{where}' must be a numpy array or a list, got {type(value).__name__}")
     if array.dtype.kind in "OUS":
         return _onyx.Value.from_strings(array.ravel().tolist(), list(array.shape))
+    array, ml_type = to_view(array)
+    if ml_type:
+        return _onyx.Value.from_numpy(array, ml_type)
     if array.dtype not in ONNX_TYPE_OF_NUMPY:
         raise InvalidArgument(f"input '{where}' has numpy type {array.dtype}, which has no ONNX equivalent")
     as_type = elem_type if elem_type in VIEW_TYPES and VIEW_TYPES[elem_type] == array.dtype else 0

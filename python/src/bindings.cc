@@ -630,6 +630,16 @@ nb::tuple dims_tuple(const std::vector<int64_t>& shape) {
   return dims;
 }
 
+// The Python function (set by onyx._types) that turns the integer view of a
+// type numpy lacks (bfloat16 as uint16, ...) into an ml_dtypes array:
+// converter(array, element_type). Null where ml_dtypes is not installed.
+PyObject* g_view_converter = nullptr;
+
+bool is_view_type(int elem) {
+  return elem == ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16 ||
+         (elem >= ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E4M3FN && elem <= ONNX_TENSOR_ELEMENT_DATA_TYPE_INT2);
+}
+
 // A tensor as a numpy array. Numbers in host memory are not copied: the
 // array's base is a capsule holding the value. Device memory is copied to
 // the host first.
@@ -667,6 +677,9 @@ nb::object tensor_to_numpy(const Value& tensor) {
   static uint64_t empty_buffer[2] = {0, 0};
   nb::ndarray<nb::numpy> array(data != nullptr ? data : static_cast<void*>(empty_buffer), dims.size(), dims.data(),
                                owner, nullptr, dt);
+  if (g_view_converter != nullptr && is_view_type(elem)) {
+    return nb::borrow(g_view_converter)(array.cast(), nb::int_(elem));
+  }
   return array.cast();
 }
 
@@ -1012,6 +1025,16 @@ NB_MODULE(_onyx, m) {
   if (g_api == nullptr) throw std::runtime_error("the onyx library is older than this extension's C API header");
 
   g_error_base = new_error_class(m, "OnyxError", PyExc_Exception, "Base of every error onyx's core raises.");
+  m.def(
+      "_set_view_converter",
+      [](nb::object converter) {
+        // Kept for the life of the process, like numpy_module().
+        PyObject* previous = g_view_converter;
+        g_view_converter = converter.is_none() ? nullptr : converter.release().ptr();
+        Py_XDECREF(previous);
+      },
+      "Sets converter(array, element_type), which turns the integer view of an element type numpy lacks "
+      "into the array returned (onyx._types: ml_dtypes arrays); None returns the views.");
   g_error_classes[ONYX_INVALID_ARGUMENT] =
       new_error_class(m, "InvalidArgument", g_error_base, "A wrong feed, option or call argument.");
   g_error_classes[ONYX_INVALID_GRAPH] =

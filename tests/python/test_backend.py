@@ -1,5 +1,7 @@
-"""onyx.backend driven by the ONNX project's backend test runner on a few
-simple node cases, plus direct prepare/run_model/run_node calls."""
+"""onyx.backend driven by the ONNX project's backend test runner on every
+node case of the suite, through the Python API (feeds and outputs as numpy
+and ml_dtypes arrays, sequences, optionals), against the conformance gate's
+expected failures; plus direct prepare/run_model/run_node calls."""
 
 import os
 import re
@@ -21,26 +23,33 @@ from helpers import add_relu_model
 BACKEND_DATA = os.environ.get(
     "ONYX_BACKEND_DATA",
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "onnx-backend-data"))
-NODE_CASES = [
-    "test_add",
-    "test_add_bcast",
-    "test_relu",
-    "test_abs",
-    "test_sigmoid",
-    "test_matmul_2d",
-    "test_identity",
-    "test_sequence_insert_at_back",
-]
+EXPECTED_FAILURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conformance", "expected_failures.txt")
+# Cases that fail only through this runner, each with its reason.
+PYTHON_RUNNER_FAILURES = {
+    # The runner loads the expected output, a sequence of tensors of growing
+    # length, and then fails comparing it ("len() of unsized object"); onyx's
+    # output equals it element for element (checked by `onyx conformance`).
+    "test_loop16_seq_none": "the onnx runner cannot compare this case's expected sequence",
+}
 
 
 def _case_names():
-    # ONYX_BACKEND_CASES=<regex> runs every node case whose name matches instead
-    # (e.g. ONYX_BACKEND_CASES='^test_conv' or '.' for the whole suite).
-    pattern = os.environ.get("ONYX_BACKEND_CASES")
-    if not pattern:
-        return NODE_CASES
+    """Every node case of the suite (about 8 s through the Python API), or with
+    ONYX_BACKEND_CASES=<regex> those whose name matches (e.g. '^test_conv')."""
+    pattern = os.environ.get("ONYX_BACKEND_CASES", ".")
     found = re.compile(pattern)
     return sorted(n for n in os.listdir(os.path.join(BACKEND_DATA, "node")) if found.search(n))
+
+
+def _expected_failures():
+    """name -> reason, from the conformance gate's list and the runner's own."""
+    failures = dict(PYTHON_RUNNER_FAILURES)
+    with open(EXPECTED_FAILURES) as listed:
+        for line in listed:
+            name, _, reason = line.partition("#")
+            if name.strip():
+                failures[name.strip()] = reason.strip()
+    return failures
 
 
 def _disk_cases(kind):
@@ -60,6 +69,12 @@ if os.path.isdir(os.path.join(BACKEND_DATA, "node")):
     with unittest.mock.patch.object(onnx.backend.test.runner, "load_model_tests",
                                     lambda data_dir=None, kind=None: _disk_cases(kind)):
         _runner = onnx.backend.test.BackendTest(onyx.backend, __name__)
+    for _name, _reason in _expected_failures().items():
+        if _reason.startswith("random"):
+            # Expected values drawn from numpy's generator: nothing to compare.
+            _runner.exclude(f"^{_name}_cpu$")
+        else:
+            _runner.xfail(f"^{_name}_cpu$")  # strict: a case that starts passing fails here
     globals().update(_runner.test_cases)
 else:
 

@@ -4,6 +4,7 @@ dtypes, strings, sequences, maps, optionals, zero-copy feeds and outputs."""
 import gc
 import re
 
+import ml_dtypes
 import numpy as np
 import onnxruntime
 import pytest
@@ -129,16 +130,68 @@ def test_dtypes_round_trip(dtype, elem):
     np.testing.assert_array_equal(ours[0], ref[0])
 
 
-def test_bfloat16_as_uint16():
+def test_bfloat16_output_is_an_ml_dtypes_array():
     model = make_model(
         [helper.make_node("Cast", ["X"], ["Y"], to=TensorProto.BFLOAT16), helper.make_node("Cast", ["Y"], ["Z"], to=TensorProto.FLOAT)],
         [helper.make_tensor_value_info("X", TensorProto.FLOAT, [3])],
         [helper.make_tensor_value_info("Y", TensorProto.BFLOAT16, [3]), helper.make_tensor_value_info("Z", TensorProto.FLOAT, [3])],
     )
     y, z = onyx.InferenceSession(model.SerializeToString()).run(None, {"X": np.array([1.0, -2.5, 3.0], np.float32)})
-    assert y.dtype == np.uint16
-    np.testing.assert_array_equal(y, [0x3F80, 0xC020, 0x4040])
+    assert y.dtype == ml_dtypes.bfloat16  # as onnx.numpy_helper makes them
+    np.testing.assert_array_equal(y.view(np.uint16), [0x3F80, 0xC020, 0x4040])
     np.testing.assert_array_equal(z, [1.0, -2.5, 3.0])
+
+
+# (ONNX element type, ml_dtypes type): every type numpy lacks.
+ML_TYPES = [
+    (TensorProto.BFLOAT16, "bfloat16"),
+    (TensorProto.FLOAT8E4M3FN, "float8_e4m3fn"),
+    (TensorProto.FLOAT8E4M3FNUZ, "float8_e4m3fnuz"),
+    (TensorProto.FLOAT8E5M2, "float8_e5m2"),
+    (TensorProto.FLOAT8E5M2FNUZ, "float8_e5m2fnuz"),
+    (TensorProto.UINT4, "uint4"),
+    (TensorProto.INT4, "int4"),
+    (TensorProto.FLOAT4E2M1, "float4_e2m1fn"),
+    (TensorProto.FLOAT8E8M0, "float8_e8m0fnu"),
+    (TensorProto.UINT2, "uint2"),
+    (TensorProto.INT2, "int2"),
+]
+
+
+@pytest.mark.parametrize("elem_type,name", ML_TYPES, ids=[n for _, n in ML_TYPES])
+def test_ml_dtypes_arrays_feed_and_come_back(elem_type, name):
+    """An ml_dtypes array feeds an input of its type and comes back as one,
+    through run, OrtValue and IOBinding; values as onnx's reference gives."""
+    from onnx.reference import ReferenceEvaluator
+
+    dtype = np.dtype(getattr(ml_dtypes, name))
+    model = make_model(
+        [helper.make_node("Identity", ["X"], ["Y"]), helper.make_node("Cast", ["X"], ["F"], to=TensorProto.FLOAT)],
+        [helper.make_tensor_value_info("X", elem_type, [2, 3])],
+        [helper.make_tensor_value_info("Y", elem_type, [2, 3]), helper.make_tensor_value_info("F", TensorProto.FLOAT, [2, 3])],
+        opset=23,
+        ir_version=11,
+    )
+    values = {"uint4": [0, 1, 7, 15, 3, 2], "int4": [-8, -1, 0, 7, 3, -2], "uint2": [0, 1, 2, 3, 1, 0],
+              "int2": [-2, -1, 0, 1, 1, -2], "float8_e8m0fnu": [1, 2, 0.5, 4, 8, 0.25]}
+    x = np.array(values.get(name, [1.0, -2.0, 0.5, 3.0, -0.25, 0.0]), np.float32).astype(dtype).reshape(2, 3)
+    session = onyx.InferenceSession(model.SerializeToString())
+    y, f = session.run(None, {"X": x})
+    ref_y, ref_f = ReferenceEvaluator(model).run(None, {"X": x})
+    assert y.dtype == dtype
+    np.testing.assert_array_equal(y.astype(np.float32), ref_y.astype(np.float32))
+    np.testing.assert_array_equal(f, ref_f)
+    value = onyx.OrtValue.ortvalue_from_numpy(x)
+    assert value.element_type() == elem_type
+    assert value.numpy().dtype == dtype
+    np.testing.assert_array_equal(value.numpy().astype(np.float32), x.astype(np.float32))
+    binding = session.io_binding()
+    binding.bind_ortvalue_input("X", value)
+    binding.bind_output("Y")
+    session.run_with_iobinding(binding)
+    (out,) = binding.copy_outputs_to_cpu()
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out.astype(np.float32), x.astype(np.float32))
 
 
 def test_string_tensors():
