@@ -1,0 +1,158 @@
+"""The quantized com.microsoft operators (MatMulNBits, MatMulIntegerToFloat,
+DynamicQuantizeMatMul, QLinear* element-wise ops): each one-node model runs on
+seeded random inputs through onnxruntime (CPU), the oracle for com.microsoft
+ops, and through onyx. Float outputs agree within rtol=1e-4; quantized outputs
+are equal, or at most one quantum apart where a test says why."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+ort = pytest.importorskip("onnxruntime")
+onyx = pytest.importorskip("onyx")
+
+_ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
+         np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8,
+         np.dtype(np.int32): TensorProto.INT32}
+
+
+def _model(op_type, inputs, attrs, out_type, constants):
+    in_names = [f"in{i}" if a is not None else "" for i, a in enumerate(inputs)]
+    while in_names and in_names[-1] == "":
+        in_names.pop()
+    node = helper.make_node(op_type, in_names, ["out"], domain="com.microsoft", name="node", **attrs)
+    graph_inputs = [helper.make_tensor_value_info(n, _ELEM[a.dtype], list(a.shape))
+                    for i, (n, a) in enumerate(zip(in_names, inputs)) if a is not None and i not in constants]
+    initializers = [numpy_helper.from_array(a, n) for i, (n, a) in enumerate(zip(in_names, inputs))
+                    if a is not None and i in constants]
+    graph = helper.make_graph([node], "quant", graph_inputs, [helper.make_tensor_value_info("out", out_type, None)],
+                              initializer=initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    feeds = {n: a for i, (n, a) in enumerate(zip(in_names, inputs)) if a is not None and i not in constants}
+    return model.SerializeToString(), feeds
+
+
+def run_both(op_type, inputs, out_type, attrs=None, constants=()):
+    model, feeds = _model(op_type, inputs, attrs or {}, out_type, constants)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    expected = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    actual = np.asarray(onyx.InferenceSession(model).run(None, feeds)[0])
+    assert actual.shape == expected.shape, f"shape {actual.shape}, expected {expected.shape}"
+    assert actual.dtype == expected.dtype, f"dtype {actual.dtype}, expected {expected.dtype}"
+    return actual, expected
+
+
+def check_float(op_type, inputs, attrs=None, constants=(), out_type=TensorProto.FLOAT, rtol=1e-4, atol=1e-4):
+    actual, expected = run_both(op_type, inputs, out_type, attrs, constants)
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=op_type)
+
+
+def check_quantized(op_type, inputs, out_type, attrs=None, constants=(), max_diff=0):
+    actual, expected = run_both(op_type, inputs, out_type, attrs, constants)
+    diff = np.abs(actual.astype(np.int32) - expected.astype(np.int32))
+    assert diff.max(initial=0) <= max_diff, f"{op_type}: {np.count_nonzero(diff)} elements differ, max {diff.max()}"
+
+
+def onyx_error(op_type, inputs, out_type, attrs=None, constants=()):
+    model, feeds = _model(op_type, inputs, attrs or {}, out_type, constants)
+    with pytest.raises(Exception) as info:
+        onyx.InferenceSession(model).run(None, feeds)
+    return str(info.value)
+
+
+# ---------------------------------------------------------------- MatMulNBits
+
+def _pack(codes, bits):
+    """codes [rows, n] (values < 2**bits) packed low bits first, n * bits / 8 bytes a row."""
+    per_byte = 8 // bits
+    rows, n = codes.shape
+    padded = np.zeros((rows, -(-n // per_byte) * per_byte), np.uint8)
+    padded[:, :n] = codes
+    grouped = padded.reshape(rows, -1, per_byte).astype(np.uint32)
+    return sum(grouped[:, :, t] << (t * bits) for t in range(per_byte)).astype(np.uint8)
+
+
+def _nbits_inputs(rng, a_shape, n, bits, block_size, zero_points):
+    k = a_shape[-1]
+    n_blocks = -(-k // block_size)
+    blob = block_size * bits // 8
+    codes = rng.integers(0, 2**bits, (n, n_blocks * block_size), dtype=np.uint8)
+    b = _pack(codes, bits).reshape(n, n_blocks, blob)
+    scales = (rng.random(n * n_blocks) * 0.1 + 0.01).astype(np.float32)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    zp = None
+    if zero_points == "packed":
+        zp = _pack(rng.integers(0, 2**bits, (n, n_blocks), dtype=np.uint8), bits).reshape(-1)
+    elif zero_points == "float":
+        zp = (rng.random(n * n_blocks) * 2**bits).astype(np.float32)
+    return a, b, scales, zp
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("block_size", [16, 32, 64, 128, 256])
+@pytest.mark.parametrize("zero_points", [None, "packed"])
+@pytest.mark.parametrize("a_shape,n", [((3, 64), 5), ((2, 3, 100), 7), ((1, 300), 16)])
+def test_matmul_nbits(bits, block_size, zero_points, a_shape, n):
+    rng = np.random.default_rng(bits * 1000 + block_size + n)
+    a, b, scales, zp = _nbits_inputs(rng, a_shape, n, bits, block_size, zero_points)
+    attrs = dict(K=a_shape[-1], N=n, bits=bits, block_size=block_size, accuracy_level=0)
+    check_float("MatMulNBits", [a, b, scales, zp], attrs, constants=(1, 2, 3))
+
+
+@pytest.mark.parametrize("block_size", [16, 32, 128])
+def test_matmul_nbits_float_zero_points(block_size):
+    rng = np.random.default_rng(block_size)
+    a, b, scales, zp = _nbits_inputs(rng, (4, 96), 6, 4, block_size, "float")
+    attrs = dict(K=96, N=6, bits=4, block_size=block_size, accuracy_level=0)
+    check_float("MatMulNBits", [a, b, scales, zp], attrs, constants=(1, 2, 3))
+
+
+def test_matmul_nbits_bias():
+    rng = np.random.default_rng(7)
+    a, b, scales, zp = _nbits_inputs(rng, (2, 5, 64), 9, 4, 32, "packed")
+    bias = rng.standard_normal(9).astype(np.float32)
+    attrs = dict(K=64, N=9, bits=4, block_size=32, accuracy_level=0)
+    check_float("MatMulNBits", [a, b, scales, zp, None, bias], attrs, constants=(1, 2, 3, 5))
+
+
+def test_matmul_nbits_accuracy_level_is_a_hint():
+    # accuracy_level 4 lets onnxruntime quantize A to int8; onyx computes in
+    # float, so compare against level 0 results at float tolerance.
+    rng = np.random.default_rng(11)
+    a, b, scales, zp = _nbits_inputs(rng, (3, 64), 5, 4, 32, None)
+    attrs = dict(K=64, N=5, bits=4, block_size=32, accuracy_level=0)
+    model, feeds = _model("MatMulNBits", [a, b, scales], attrs, TensorProto.FLOAT, (1, 2))
+    model4, _ = _model("MatMulNBits", [a, b, scales], dict(attrs, accuracy_level=4), TensorProto.FLOAT, (1, 2))
+    np.testing.assert_allclose(onyx.InferenceSession(model4).run(None, feeds)[0],
+                               onyx.InferenceSession(model).run(None, feeds)[0], rtol=0, atol=0)
+
+
+def test_matmul_nbits_wrong_b_size():
+    rng = np.random.default_rng(3)
+    a, b, scales, _ = _nbits_inputs(rng, (3, 64), 5, 4, 32, None)
+    message = onyx_error("MatMulNBits", [a, b[:, :1], scales], TensorProto.FLOAT,
+                         dict(K=64, N=5, bits=4, block_size=32))
+    assert "node" in message and "input B" in message and "[5, 2, 16]" in message
+
+
+def test_matmul_nbits_wrong_scales_shape():
+    rng = np.random.default_rng(4)
+    a, b, scales, _ = _nbits_inputs(rng, (3, 64), 5, 4, 32, None)
+    message = onyx_error("MatMulNBits", [a, b, scales[:7]], TensorProto.FLOAT, dict(K=64, N=5, bits=4, block_size=32))
+    assert "node" in message and "input scales" in message and "[10]" in message
+
+
+def test_matmul_nbits_g_idx():
+    # act-order (GPTQ): g_idx names the block of each k; here a shuffled but
+    # balanced assignment (each block holds block_size of the k). Without zero
+    # points: onnxruntime's CPU kernel ignores packed zero points when g_idx
+    # is given (it matches zero point 8), which onyx does not copy.
+    rng = np.random.default_rng(5)
+    a, b, scales, zp = _nbits_inputs(rng, (3, 128), 6, 4, 32, None)
+    g_idx = rng.permutation(np.arange(128, dtype=np.int32) // 32).astype(np.int32)
+    attrs = dict(K=128, N=6, bits=4, block_size=32, accuracy_level=0)
+    check_float("MatMulNBits", [a, b, scales, zp, g_idx], attrs, constants=(1, 2, 3, 4))
