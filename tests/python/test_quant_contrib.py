@@ -156,3 +156,81 @@ def test_matmul_nbits_g_idx():
     g_idx = rng.permutation(np.arange(128, dtype=np.int32) // 32).astype(np.int32)
     attrs = dict(K=128, N=6, bits=4, block_size=32, accuracy_level=0)
     check_float("MatMulNBits", [a, b, scales, zp, g_idx], attrs, constants=(1, 2, 3, 4))
+
+
+# ------------------------------------------- MatMulIntegerToFloat, DynamicQuantizeMatMul
+
+def _int8(rng, shape, dtype):
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max + 1, shape, dtype=np.int32).astype(dtype)
+
+
+def _s8_weights(rng, shape, dtype):
+    """B for a uint8 A: int8 B stays within [-64, 63]. onnxruntime's u8s8 kernel
+    on AVX2 without VNNI sums pairs of u8*s8 products in saturating int16
+    (vpmaddubsw), so full-range int8 weights give it wrong sums (off by
+    thousands, checked against an exact NumPy matmul); onyx sums exactly."""
+    if dtype == np.int8:
+        return rng.integers(-64, 64, shape, dtype=np.int32).astype(np.int8)
+    return _int8(rng, shape, dtype)
+
+
+@pytest.mark.parametrize("a_type,b_type", [(np.uint8, np.int8), (np.uint8, np.uint8), (np.int8, np.int8)])
+@pytest.mark.parametrize("a_shape,n", [((4, 16), 8), ((2, 3, 33), 5), ((17,), 3)])
+@pytest.mark.parametrize("per_column", [False, True])
+@pytest.mark.parametrize("zero_points,bias", [(False, False), (True, False), (True, True)])
+def test_matmul_integer_to_float(a_type, b_type, a_shape, n, per_column, zero_points, bias):
+    rng = np.random.default_rng(len(a_shape) * 100 + n)
+    k = a_shape[-1]
+    a = _int8(rng, a_shape, a_type)
+    b = _s8_weights(rng, (k, n), b_type) if a_type == np.uint8 else _int8(rng, (k, n), b_type)
+    a_scale = np.array(0.02, np.float32)
+    b_scale = (rng.random(n if per_column else 1) * 0.05 + 0.01).astype(np.float32)
+    a_zp = _int8(rng, (), a_type) if zero_points else None
+    b_zp = _int8(rng, b_scale.shape, b_type) if zero_points else None
+    bias_v = rng.standard_normal(n).astype(np.float32) if bias else None
+    check_float("MatMulIntegerToFloat", [a, b, a_scale, b_scale, a_zp, b_zp, bias_v], constants=(1, 3, 5, 6))
+
+
+@pytest.mark.parametrize("b_type", [np.int8, np.uint8])
+@pytest.mark.parametrize("a_shape,n", [((4, 16), 8), ((2, 3, 33), 5), ((1, 64), 1)])
+@pytest.mark.parametrize("per_column", [False, True])
+@pytest.mark.parametrize("zero_point,bias", [(False, False), (True, True)])
+def test_dynamic_quantize_matmul(b_type, a_shape, n, per_column, zero_point, bias):
+    rng = np.random.default_rng(len(a_shape) * 100 + n + 7)
+    k = a_shape[-1]
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = _s8_weights(rng, (k, n), b_type)  # A is quantized to uint8
+    b_scale = (rng.random(n if per_column else 1) * 0.05 + 0.01).astype(np.float32)
+    b_zp = _int8(rng, b_scale.shape, b_type) if zero_point else None
+    bias_v = rng.standard_normal(n).astype(np.float32) if bias else None
+    check_float("DynamicQuantizeMatMul", [a, b, b_scale, b_zp, bias_v], constants=(1, 2, 3, 4))
+
+
+def test_dynamic_quantize_matmul_positive_a():
+    # All of A above 0: the range is widened to include 0 (zero point 0).
+    rng = np.random.default_rng(8)
+    a = (rng.random((3, 20)) + 0.5).astype(np.float32)
+    b = _s8_weights(rng, (20, 4), np.int8)
+    check_float("DynamicQuantizeMatMul", [a, b, np.array([0.03], np.float32)], constants=(1, 2))
+
+
+def test_matmul_integer_to_float_wrong_b_scale():
+    rng = np.random.default_rng(9)
+    a, b = _int8(rng, (2, 8), np.uint8), _int8(rng, (8, 4), np.int8)
+    message = onyx_error("MatMulIntegerToFloat", [a, b, np.array(0.1, np.float32), np.ones(3, np.float32)],
+                         TensorProto.FLOAT)
+    assert "node" in message and "input b_scale" in message and "[4]" in message
+
+
+def test_matmul_integer_to_float_full_range_u8s8_is_exact():
+    # Where onnxruntime's AVX2 u8s8 sums saturate (see _s8_weights), onyx
+    # matches an exact NumPy matmul.
+    rng = np.random.default_rng(10)
+    a, b = _int8(rng, (4, 16), np.uint8), _int8(rng, (16, 8), np.int8)
+    b[0, :] = -128
+    a[:, 0] = 255
+    model, feeds = _model("MatMulIntegerToFloat", [a, b, np.array(1.0, np.float32), np.array(1.0, np.float32)], {},
+                          TensorProto.FLOAT, (1, 2, 3))
+    actual = onyx.InferenceSession(model).run(None, feeds)[0]
+    np.testing.assert_array_equal(actual, (a.astype(np.int64) @ b.astype(np.int64)).astype(np.float32))
