@@ -35,11 +35,15 @@ def _model(op_type, inputs, attrs, out_type, constants):
     return model.SerializeToString(), feeds
 
 
-def run_both(op_type, inputs, out_type, attrs=None, constants=()):
+def run_both(op_type, inputs, out_type, attrs=None, constants=(), onyx_inputs=None):
+    """onyx_inputs: the same values as onyx runs them where onnxruntime cannot
+    (an omitted zero point, which onnxruntime 1.32 refuses or aborts on)."""
     model, feeds = _model(op_type, inputs, attrs or {}, out_type, constants)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     expected = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    if onyx_inputs is not None:
+        model, feeds = _model(op_type, onyx_inputs, attrs or {}, out_type, constants)
     actual = np.asarray(onyx.InferenceSession(model).run(None, feeds)[0])
     assert actual.shape == expected.shape, f"shape {actual.shape}, expected {expected.shape}"
     assert actual.dtype == expected.dtype, f"dtype {actual.dtype}, expected {expected.dtype}"
@@ -51,8 +55,8 @@ def check_float(op_type, inputs, attrs=None, constants=(), out_type=TensorProto.
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=op_type)
 
 
-def check_quantized(op_type, inputs, out_type, attrs=None, constants=(), max_diff=0):
-    actual, expected = run_both(op_type, inputs, out_type, attrs, constants)
+def check_quantized(op_type, inputs, out_type, attrs=None, constants=(), max_diff=0, onyx_inputs=None):
+    actual, expected = run_both(op_type, inputs, out_type, attrs, constants, onyx_inputs)
     diff = np.abs(actual.astype(np.int32) - expected.astype(np.int32))
     assert diff.max(initial=0) <= max_diff, f"{op_type}: {np.count_nonzero(diff)} elements differ, max {diff.max()}"
 
@@ -234,3 +238,89 @@ def test_matmul_integer_to_float_full_range_u8s8_is_exact():
                           TensorProto.FLOAT, (1, 2, 3))
     actual = onyx.InferenceSession(model).run(None, feeds)[0]
     np.testing.assert_array_equal(actual, (a.astype(np.int64) @ b.astype(np.int64)).astype(np.float32))
+
+
+# ------------------------------------------------------ QLinear element-wise ops
+
+_QTYPE = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
+
+
+def _qparams(rng, dtype, scale):
+    """A float scalar scale and a zero point of dtype near the middle of its range."""
+    info = np.iinfo(dtype)
+    mid = (int(info.min) + int(info.max)) // 2
+    return np.array(scale, np.float32), np.array(rng.integers(mid - 20, mid + 20), dtype)
+
+
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("a_shape,b_shape", [((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (4,)), ((3, 1), (1, 5)),
+                                             ((2, 3, 4), ()), ((1, 3, 1, 5), (2, 1, 4, 1))])
+@pytest.mark.parametrize("zero_points", [True, False])
+def test_qlinear_binary(op, dtype, a_shape, b_shape, zero_points):
+    # Equal or one quantum apart: onnxruntime's vectorized kernels compute
+    # with precomputed scale ratios (a_scale / c_scale, ...), onyx as
+    # dequantize, op, quantize; the two roundings differ on near-ties.
+    rng = np.random.default_rng(len(a_shape) * 10 + len(b_shape))
+    a, b = _int8(rng, a_shape, dtype), _int8(rng, b_shape, dtype)
+    a_s, a_z = _qparams(rng, dtype, 0.05)
+    b_s, b_z = _qparams(rng, dtype, 0.03)
+    c_s, c_z = _qparams(rng, dtype, 0.08 if op == "QLinearAdd" else 0.3)
+    inputs = [a, a_s, a_z, b, b_s, b_z, c_s, c_z]
+    onyx_inputs = None
+    if not zero_points:  # onnxruntime gets explicit zeros, onyx none
+        inputs[2] = inputs[5] = inputs[7] = np.array(0, dtype)
+        onyx_inputs = [a, a_s, None, b, b_s, None, c_s, None]
+    check_quantized(op, inputs, _QTYPE[dtype], max_diff=1, onyx_inputs=onyx_inputs)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("op,attrs", [("QLinearSigmoid", {}), ("QLinearLeakyRelu", {}),
+                                      ("QLinearLeakyRelu", {"alpha": 0.2})])
+@pytest.mark.parametrize("zero_points", [True, False])
+def test_qlinear_lookup(dtype, op, attrs, zero_points):
+    # Every input value (all 256) through the table; equal to onnxruntime's.
+    rng = np.random.default_rng(12)
+    info = np.iinfo(dtype)
+    x = np.arange(info.min, info.max + 1, dtype=np.int32).astype(dtype).reshape(4, 64)
+    x_s, x_z = _qparams(rng, dtype, 0.05)
+    y_s, y_z = _qparams(rng, dtype, 1 / 256 if op == "QLinearSigmoid" else 0.04)
+    inputs, onyx_inputs = [x, x_s, x_z, y_s, y_z], None
+    if not zero_points:  # onnxruntime gets explicit zeros, onyx none
+        inputs[2] = inputs[4] = np.array(0, dtype)
+        onyx_inputs = [x, x_s, None, y_s, None]
+    check_quantized(op, inputs, _QTYPE[dtype], attrs, onyx_inputs=onyx_inputs)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("shape", [(1, 3, 4, 4), (2, 5, 7, 3), (2, 4, 9)])
+@pytest.mark.parametrize("channels_last", [0, 1])
+def test_qlinear_global_average_pool(dtype, shape, channels_last):
+    rng = np.random.default_rng(sum(shape) + channels_last)
+    x = _int8(rng, shape, dtype)
+    x_s, x_z = _qparams(rng, dtype, 0.05)
+    y_s, y_z = _qparams(rng, dtype, 0.02)
+    check_quantized("QLinearGlobalAveragePool", [x, x_s, x_z, y_s, y_z], _QTYPE[dtype],
+                    {"channels_last": channels_last})
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("axis,shapes", [(1, [(2, 3, 4), (2, 5, 4)]), (0, [(3, 4), (1, 4), (2, 4)]),
+                                         (-1, [(2, 3, 4), (2, 3, 1)])])
+@pytest.mark.parametrize("same_params", [False, True])
+def test_qlinear_concat(dtype, axis, shapes, same_params):
+    rng = np.random.default_rng(len(shapes) * 7 + axis)
+    y_s, y_z = _qparams(rng, dtype, 0.05)
+    inputs = [y_s, y_z]
+    for i, shape in enumerate(shapes):
+        x_s, x_z = (y_s, y_z) if same_params and i == 0 else _qparams(rng, dtype, 0.02 + 0.03 * i)
+        inputs += [_int8(rng, shape, dtype), x_s, x_z]
+    check_quantized("QLinearConcat", inputs, _QTYPE[dtype], {"axis": axis})
+
+
+def test_qlinear_add_wrong_scale_shape():
+    rng = np.random.default_rng(13)
+    a = _int8(rng, (2, 3), np.uint8)
+    s, z = _qparams(rng, np.uint8, 0.05)
+    message = onyx_error("QLinearAdd", [a, np.full(3, 0.05, np.float32), z, a, s, z, s, z], TensorProto.UINT8)
+    assert "node" in message and "input A_scale" in message and "scalar" in message
