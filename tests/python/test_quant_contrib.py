@@ -324,3 +324,31 @@ def test_qlinear_add_wrong_scale_shape():
     s, z = _qparams(rng, np.uint8, 0.05)
     message = onyx_error("QLinearAdd", [a, np.full(3, 0.05, np.float32), z, a, s, z, s, z], TensorProto.UINT8)
     assert "node" in message and "input A_scale" in message and "scalar" in message
+
+
+@pytest.mark.parametrize("block_size", [32, 64])
+@pytest.mark.parametrize("zero_points", [None, "packed"])
+def test_matmul_nbits_float16(block_size, zero_points):
+    # float16 A, scales and output; both sum in float and round the result to
+    # float16, so they agree within a float16 rounding (rtol 1e-3).
+    rng = np.random.default_rng(block_size + 1)
+    a, b, scales, zp = _nbits_inputs(rng, (3, 128), 8, 4, block_size, zero_points)
+    attrs = dict(K=128, N=8, bits=4, block_size=block_size, accuracy_level=0)
+    check_float("MatMulNBits", [a.astype(np.float16), b, scales.astype(np.float16), zp], attrs, constants=(1, 2, 3),
+                out_type=TensorProto.FLOAT16, rtol=1e-3, atol=1e-3)
+
+
+def test_qlinear_concat_mismatched_shapes():
+    rng = np.random.default_rng(14)
+    s, z = _qparams(rng, np.uint8, 0.05)
+    x0, x1 = _int8(rng, (2, 3), np.uint8), _int8(rng, (4, 3), np.uint8)
+    message = onyx_error("QLinearConcat", [s, z, x0, s, z, x1, s, z], TensorProto.UINT8, {"axis": 1})
+    assert "node" in message and "input X 1" in message and "[4,3]" in message.replace(" ", "")
+
+
+def test_dynamic_quantize_matmul_wrong_b_rank():
+    rng = np.random.default_rng(15)
+    a = rng.standard_normal((2, 8)).astype(np.float32)
+    message = onyx_error("DynamicQuantizeMatMul", [a, _int8(rng, (8,), np.int8), np.array(0.1, np.float32)],
+                         TensorProto.FLOAT)
+    assert "node" in message and "input B" in message and "[K, N]" in message
