@@ -1,0 +1,145 @@
+// com.microsoft MatMulNBits: Y = A * dequant(B)^T (+ bias), with B [N, K]
+// block-quantized along K to `bits` (2, 4 or 8) bits: B is uint8
+// [N, n_blocks, blob_size] with codes packed low bits first, scales
+// [N * n_blocks], optional zero points either packed like B (uint8,
+// ceil(n_blocks * bits / 8) bytes per column) or unpacked of A's type
+// [N * n_blocks]; absent, the zero point is 2^(bits - 1). Optional g_idx
+// (int32 [K]) names each k's block; optional bias is [N]. accuracy_level is a
+// hint only: the weights are dequantized to float and multiplied in float.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "providers/cpu/contrib/float_io.h"
+#include "providers/cpu/gemm/sgemm.h"
+
+namespace onyx::cpu {
+namespace {
+
+class MatMulNBitsKernel final : public Kernel {
+ public:
+  explicit MatMulNBitsKernel(const KernelInfo& info)
+      : k_(info.attr_int("K", 0)),
+        n_(info.attr_int("N", 0)),
+        bits_(info.attr_int("bits", 4)),
+        block_size_(info.attr_int("block_size", 0)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const std::string label = ctx.label();
+    if (k_ <= 0 || n_ <= 0)
+      return invalid_argument(label, ": attributes K and N are ", k_, " and ", n_, ", expected > 0");
+    if (bits_ != 2 && bits_ != 4 && bits_ != 8) {
+      return not_implemented(label, ": attribute bits is ", bits_, ", expected 2, 4 or 8");
+    }
+    if (block_size_ < 16 || (block_size_ & (block_size_ - 1)) != 0) {
+      return invalid_argument(label, ": attribute block_size is ", block_size_, ", expected a power of two >= 16");
+    }
+    const Tensor* a = ctx.input_tensor(0);
+    const Tensor* b = ctx.input_tensor(1);
+    const Tensor* scales = ctx.input_tensor(2);
+    const Tensor* zp = ctx.input_tensor(3);
+    const Tensor* g_idx = ctx.input_tensor(4);
+    const Tensor* bias = ctx.input_tensor(5);
+    if (a == nullptr || !is_float_type(a->dtype()) || a->rank() < 1 || a->shape().back() != k_) {
+      return invalid_argument(label, ": input A is ", a ? a->describe() : std::string("missing"),
+                              ", expected a float tensor [..., ", k_, "] (attribute K)");
+    }
+    const int64_t n_blocks = (k_ + block_size_ - 1) / block_size_;
+    const int64_t blob = block_size_ * bits_ / 8;
+    if (b == nullptr || b->dtype() != DataType::kUInt8 || b->size() != n_ * n_blocks * blob) {
+      return invalid_argument(label, ": input B is ", b ? b->describe() : std::string("missing"), ", expected uint8 [",
+                              n_, ", ", n_blocks, ", ", blob, "] (N, blocks of ", block_size_, " in K = ", k_,
+                              ", bytes per block of ", bits_, "-bit codes)");
+    }
+    if (scales == nullptr || scales->dtype() != a->dtype() || scales->size() != n_ * n_blocks) {
+      return invalid_argument(label, ": input scales is ", scales ? scales->describe() : std::string("missing"),
+                              ", expected ", dtype_name(a->dtype()), " [", n_ * n_blocks, "] (N * blocks)");
+    }
+    const int64_t zp_row = (n_blocks * bits_ + 7) / 8;
+    if (zp != nullptr) {
+      const bool packed_ok = zp->dtype() == DataType::kUInt8 && zp->size() == n_ * zp_row;
+      const bool float_ok = zp->dtype() == a->dtype() && zp->size() == n_ * n_blocks;
+      if (!packed_ok && !float_ok) {
+        return invalid_argument(label, ": input zero_points is ", zp->describe(), ", expected uint8 [", n_ * zp_row,
+                                "] (packed) or ", dtype_name(a->dtype()), " [", n_ * n_blocks, "]");
+      }
+    }
+    if (g_idx != nullptr && g_idx->size() != 0) {
+      if (g_idx->dtype() != DataType::kInt32 || g_idx->size() != k_) {
+        return invalid_argument(label, ": input g_idx is ", g_idx->describe(), ", expected int32 [", k_, "]");
+      }
+      for (int64_t i = 0; i < k_; ++i) {
+        const int32_t g = g_idx->data<int32_t>()[i];
+        if (g < 0 || g >= n_blocks) {
+          return invalid_argument(label, ": input g_idx[", i, "] is ", g, ", expected in [0, ", n_blocks, ")");
+        }
+      }
+    } else {
+      g_idx = nullptr;
+    }
+    if (bias != nullptr && (bias->dtype() != a->dtype() || bias->size() != n_)) {
+      return invalid_argument(label, ": input bias is ", bias->describe(), ", expected ", dtype_name(a->dtype()), " [",
+                              n_, "]");
+    }
+
+    // Dequantize B to W [N, K] (row n is output column n).
+    const std::vector<float> sc = read_floats(*scales);
+    std::vector<float> zf;
+    if (zp != nullptr && zp->dtype() != DataType::kUInt8) zf = read_floats(*zp);
+    const uint8_t* zq = zp != nullptr && zp->dtype() == DataType::kUInt8 ? zp->data<uint8_t>() : nullptr;
+    const uint8_t* pb = b->data<uint8_t>();
+    const int mask = (1 << bits_) - 1;
+    const float default_zp = static_cast<float>(1 << (bits_ - 1));
+    std::vector<float> w(static_cast<size_t>(n_ * k_));
+    parallel_for(ctx.thread_pool(), n_, 4.0 * static_cast<double>(k_), [&](int64_t begin, int64_t end) {
+      std::vector<float> scale(static_cast<size_t>(n_blocks)), zero(static_cast<size_t>(n_blocks));
+      for (int64_t n = begin; n < end; ++n) {
+        for (int64_t blk = 0; blk < n_blocks; ++blk) {
+          const size_t i = static_cast<size_t>(n * n_blocks + blk);
+          scale[static_cast<size_t>(blk)] = sc[i];
+          if (zq != nullptr) {
+            const int64_t bit = blk * bits_;
+            zero[static_cast<size_t>(blk)] = static_cast<float>((zq[n * zp_row + bit / 8] >> (bit % 8)) & mask);
+          } else {
+            zero[static_cast<size_t>(blk)] = zf.empty() ? default_zp : zf[i];
+          }
+        }
+        const uint8_t* row = pb + n * n_blocks * blob;
+        float* out = w.data() + n * k_;
+        for (int64_t kk = 0; kk < k_; ++kk) {
+          // Codes stay in their position (kk's own block); g_idx only picks the scale.
+          const int64_t bit = kk * bits_;
+          const float q = static_cast<float>((row[bit / 8] >> (bit % 8)) & mask);
+          const size_t g = static_cast<size_t>(g_idx != nullptr ? g_idx->data<int32_t>()[kk] : kk / block_size_);
+          out[kk] = (q - zero[g]) * scale[g];
+        }
+      }
+    });
+
+    Shape out_shape = a->shape();
+    out_shape.back() = n_;
+    const int64_t m = a->size() / k_;
+    std::vector<float> y(static_cast<size_t>(m * n_));
+    const std::vector<float> av = read_floats(*a);
+    if (m > 0) {
+      sgemm(false, true, m, n_, k_, 1.0f, av.data(), k_, w.data(), k_, 0.0f, y.data(), n_, ctx.thread_pool());
+    }
+    if (bias != nullptr) {
+      const std::vector<float> bv = read_floats(*bias);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n_; ++j) y[static_cast<size_t>(i * n_ + j)] += bv[static_cast<size_t>(j)];
+      }
+    }
+    Tensor& out = ctx.allocate_output(0, a->dtype(), out_shape);
+    write_floats(out, y.data(), m * n_);
+    return Status::ok();
+  }
+
+ private:
+  int64_t k_, n_, bits_, block_size_;
+};
+
+ONYX_REGISTER_CPU_KERNEL("com.microsoft", "MatMulNBits", 1, kLatestVersion, types::floats(), MatMulNBitsKernel);
+
+}  // namespace
+}  // namespace onyx::cpu

@@ -1,0 +1,354 @@
+"""The quantized com.microsoft operators (MatMulNBits, MatMulIntegerToFloat,
+DynamicQuantizeMatMul, QLinear* element-wise ops): each one-node model runs on
+seeded random inputs through onnxruntime (CPU), the oracle for com.microsoft
+ops, and through onyx. Float outputs agree within rtol=1e-4; quantized outputs
+are equal, or at most one quantum apart where a test says why."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+ort = pytest.importorskip("onnxruntime")
+onyx = pytest.importorskip("onyx")
+
+_ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
+         np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8,
+         np.dtype(np.int32): TensorProto.INT32}
+
+
+def _model(op_type, inputs, attrs, out_type, constants):
+    in_names = [f"in{i}" if a is not None else "" for i, a in enumerate(inputs)]
+    while in_names and in_names[-1] == "":
+        in_names.pop()
+    node = helper.make_node(op_type, in_names, ["out"], domain="com.microsoft", name="node", **attrs)
+    graph_inputs = [helper.make_tensor_value_info(n, _ELEM[a.dtype], list(a.shape))
+                    for i, (n, a) in enumerate(zip(in_names, inputs)) if a is not None and i not in constants]
+    initializers = [numpy_helper.from_array(a, n) for i, (n, a) in enumerate(zip(in_names, inputs))
+                    if a is not None and i in constants]
+    graph = helper.make_graph([node], "quant", graph_inputs, [helper.make_tensor_value_info("out", out_type, None)],
+                              initializer=initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    feeds = {n: a for i, (n, a) in enumerate(zip(in_names, inputs)) if a is not None and i not in constants}
+    return model.SerializeToString(), feeds
+
+
+def run_both(op_type, inputs, out_type, attrs=None, constants=(), onyx_inputs=None):
+    """onyx_inputs: the same values as onyx runs them where onnxruntime cannot
+    (an omitted zero point, which onnxruntime 1.32 refuses or aborts on)."""
+    model, feeds = _model(op_type, inputs, attrs or {}, out_type, constants)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    expected = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    if onyx_inputs is not None:
+        model, feeds = _model(op_type, onyx_inputs, attrs or {}, out_type, constants)
+    actual = np.asarray(onyx.InferenceSession(model).run(None, feeds)[0])
+    assert actual.shape == expected.shape, f"shape {actual.shape}, expected {expected.shape}"
+    assert actual.dtype == expected.dtype, f"dtype {actual.dtype}, expected {expected.dtype}"
+    return actual, expected
+
+
+def check_float(op_type, inputs, attrs=None, constants=(), out_type=TensorProto.FLOAT, rtol=1e-4, atol=1e-4):
+    actual, expected = run_both(op_type, inputs, out_type, attrs, constants)
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=op_type)
+
+
+def check_quantized(op_type, inputs, out_type, attrs=None, constants=(), max_diff=0, onyx_inputs=None):
+    actual, expected = run_both(op_type, inputs, out_type, attrs, constants, onyx_inputs)
+    diff = np.abs(actual.astype(np.int32) - expected.astype(np.int32))
+    assert diff.max(initial=0) <= max_diff, f"{op_type}: {np.count_nonzero(diff)} elements differ, max {diff.max()}"
+
+
+def onyx_error(op_type, inputs, out_type, attrs=None, constants=()):
+    model, feeds = _model(op_type, inputs, attrs or {}, out_type, constants)
+    with pytest.raises(Exception) as info:
+        onyx.InferenceSession(model).run(None, feeds)
+    return str(info.value)
+
+
+# ---------------------------------------------------------------- MatMulNBits
+
+def _pack(codes, bits):
+    """codes [rows, n] (values < 2**bits) packed low bits first, n * bits / 8 bytes a row."""
+    per_byte = 8 // bits
+    rows, n = codes.shape
+    padded = np.zeros((rows, -(-n // per_byte) * per_byte), np.uint8)
+    padded[:, :n] = codes
+    grouped = padded.reshape(rows, -1, per_byte).astype(np.uint32)
+    return sum(grouped[:, :, t] << (t * bits) for t in range(per_byte)).astype(np.uint8)
+
+
+def _nbits_inputs(rng, a_shape, n, bits, block_size, zero_points):
+    k = a_shape[-1]
+    n_blocks = -(-k // block_size)
+    blob = block_size * bits // 8
+    codes = rng.integers(0, 2**bits, (n, n_blocks * block_size), dtype=np.uint8)
+    b = _pack(codes, bits).reshape(n, n_blocks, blob)
+    scales = (rng.random(n * n_blocks) * 0.1 + 0.01).astype(np.float32)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    zp = None
+    if zero_points == "packed":
+        zp = _pack(rng.integers(0, 2**bits, (n, n_blocks), dtype=np.uint8), bits).reshape(-1)
+    elif zero_points == "float":
+        zp = (rng.random(n * n_blocks) * 2**bits).astype(np.float32)
+    return a, b, scales, zp
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("block_size", [16, 32, 64, 128, 256])
+@pytest.mark.parametrize("zero_points", [None, "packed"])
+@pytest.mark.parametrize("a_shape,n", [((3, 64), 5), ((2, 3, 100), 7), ((1, 300), 16)])
+def test_matmul_nbits(bits, block_size, zero_points, a_shape, n):
+    rng = np.random.default_rng(bits * 1000 + block_size + n)
+    a, b, scales, zp = _nbits_inputs(rng, a_shape, n, bits, block_size, zero_points)
+    attrs = dict(K=a_shape[-1], N=n, bits=bits, block_size=block_size, accuracy_level=0)
+    check_float("MatMulNBits", [a, b, scales, zp], attrs, constants=(1, 2, 3))
+
+
+@pytest.mark.parametrize("block_size", [16, 32, 128])
+def test_matmul_nbits_float_zero_points(block_size):
+    rng = np.random.default_rng(block_size)
+    a, b, scales, zp = _nbits_inputs(rng, (4, 96), 6, 4, block_size, "float")
+    attrs = dict(K=96, N=6, bits=4, block_size=block_size, accuracy_level=0)
+    check_float("MatMulNBits", [a, b, scales, zp], attrs, constants=(1, 2, 3))
+
+
+def test_matmul_nbits_bias():
+    rng = np.random.default_rng(7)
+    a, b, scales, zp = _nbits_inputs(rng, (2, 5, 64), 9, 4, 32, "packed")
+    bias = rng.standard_normal(9).astype(np.float32)
+    attrs = dict(K=64, N=9, bits=4, block_size=32, accuracy_level=0)
+    check_float("MatMulNBits", [a, b, scales, zp, None, bias], attrs, constants=(1, 2, 3, 5))
+
+
+def test_matmul_nbits_accuracy_level_is_a_hint():
+    # accuracy_level 4 lets onnxruntime quantize A to int8; onyx computes in
+    # float, so compare against level 0 results at float tolerance.
+    rng = np.random.default_rng(11)
+    a, b, scales, zp = _nbits_inputs(rng, (3, 64), 5, 4, 32, None)
+    attrs = dict(K=64, N=5, bits=4, block_size=32, accuracy_level=0)
+    model, feeds = _model("MatMulNBits", [a, b, scales], attrs, TensorProto.FLOAT, (1, 2))
+    model4, _ = _model("MatMulNBits", [a, b, scales], dict(attrs, accuracy_level=4), TensorProto.FLOAT, (1, 2))
+    np.testing.assert_allclose(onyx.InferenceSession(model4).run(None, feeds)[0],
+                               onyx.InferenceSession(model).run(None, feeds)[0], rtol=0, atol=0)
+
+
+def test_matmul_nbits_wrong_b_size():
+    rng = np.random.default_rng(3)
+    a, b, scales, _ = _nbits_inputs(rng, (3, 64), 5, 4, 32, None)
+    message = onyx_error("MatMulNBits", [a, b[:, :1], scales], TensorProto.FLOAT,
+                         dict(K=64, N=5, bits=4, block_size=32))
+    assert "node" in message and "input B" in message and "[5, 2, 16]" in message
+
+
+def test_matmul_nbits_wrong_scales_shape():
+    rng = np.random.default_rng(4)
+    a, b, scales, _ = _nbits_inputs(rng, (3, 64), 5, 4, 32, None)
+    message = onyx_error("MatMulNBits", [a, b, scales[:7]], TensorProto.FLOAT, dict(K=64, N=5, bits=4, block_size=32))
+    assert "node" in message and "input scales" in message and "[10]" in message
+
+
+def test_matmul_nbits_g_idx():
+    # act-order (GPTQ): g_idx names the block of each k; here a shuffled but
+    # balanced assignment (each block holds block_size of the k). Without zero
+    # points: onnxruntime's CPU kernel ignores packed zero points when g_idx
+    # is given (it matches zero point 8), which onyx does not copy.
+    rng = np.random.default_rng(5)
+    a, b, scales, zp = _nbits_inputs(rng, (3, 128), 6, 4, 32, None)
+    g_idx = rng.permutation(np.arange(128, dtype=np.int32) // 32).astype(np.int32)
+    attrs = dict(K=128, N=6, bits=4, block_size=32, accuracy_level=0)
+    check_float("MatMulNBits", [a, b, scales, zp, g_idx], attrs, constants=(1, 2, 3, 4))
+
+
+# ------------------------------------------- MatMulIntegerToFloat, DynamicQuantizeMatMul
+
+def _int8(rng, shape, dtype):
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max + 1, shape, dtype=np.int32).astype(dtype)
+
+
+def _s8_weights(rng, shape, dtype):
+    """B for a uint8 A: int8 B stays within [-64, 63]. onnxruntime's u8s8 kernel
+    on AVX2 without VNNI sums pairs of u8*s8 products in saturating int16
+    (vpmaddubsw), so full-range int8 weights give it wrong sums (off by
+    thousands, checked against an exact NumPy matmul); onyx sums exactly."""
+    if dtype == np.int8:
+        return rng.integers(-64, 64, shape, dtype=np.int32).astype(np.int8)
+    return _int8(rng, shape, dtype)
+
+
+@pytest.mark.parametrize("a_type,b_type", [(np.uint8, np.int8), (np.uint8, np.uint8), (np.int8, np.int8)])
+@pytest.mark.parametrize("a_shape,n", [((4, 16), 8), ((2, 3, 33), 5), ((17,), 3)])
+@pytest.mark.parametrize("per_column", [False, True])
+@pytest.mark.parametrize("zero_points,bias", [(False, False), (True, False), (True, True)])
+def test_matmul_integer_to_float(a_type, b_type, a_shape, n, per_column, zero_points, bias):
+    rng = np.random.default_rng(len(a_shape) * 100 + n)
+    k = a_shape[-1]
+    a = _int8(rng, a_shape, a_type)
+    b = _s8_weights(rng, (k, n), b_type) if a_type == np.uint8 else _int8(rng, (k, n), b_type)
+    a_scale = np.array(0.02, np.float32)
+    b_scale = (rng.random(n if per_column else 1) * 0.05 + 0.01).astype(np.float32)
+    a_zp = _int8(rng, (), a_type) if zero_points else None
+    b_zp = _int8(rng, b_scale.shape, b_type) if zero_points else None
+    bias_v = rng.standard_normal(n).astype(np.float32) if bias else None
+    check_float("MatMulIntegerToFloat", [a, b, a_scale, b_scale, a_zp, b_zp, bias_v], constants=(1, 3, 5, 6))
+
+
+@pytest.mark.parametrize("b_type", [np.int8, np.uint8])
+@pytest.mark.parametrize("a_shape,n", [((4, 16), 8), ((2, 3, 33), 5), ((1, 64), 1)])
+@pytest.mark.parametrize("per_column", [False, True])
+@pytest.mark.parametrize("zero_point,bias", [(False, False), (True, True)])
+def test_dynamic_quantize_matmul(b_type, a_shape, n, per_column, zero_point, bias):
+    rng = np.random.default_rng(len(a_shape) * 100 + n + 7)
+    k = a_shape[-1]
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = _s8_weights(rng, (k, n), b_type)  # A is quantized to uint8
+    b_scale = (rng.random(n if per_column else 1) * 0.05 + 0.01).astype(np.float32)
+    b_zp = _int8(rng, b_scale.shape, b_type) if zero_point else None
+    bias_v = rng.standard_normal(n).astype(np.float32) if bias else None
+    check_float("DynamicQuantizeMatMul", [a, b, b_scale, b_zp, bias_v], constants=(1, 2, 3, 4))
+
+
+def test_dynamic_quantize_matmul_positive_a():
+    # All of A above 0: the range is widened to include 0 (zero point 0).
+    rng = np.random.default_rng(8)
+    a = (rng.random((3, 20)) + 0.5).astype(np.float32)
+    b = _s8_weights(rng, (20, 4), np.int8)
+    check_float("DynamicQuantizeMatMul", [a, b, np.array([0.03], np.float32)], constants=(1, 2))
+
+
+def test_matmul_integer_to_float_wrong_b_scale():
+    rng = np.random.default_rng(9)
+    a, b = _int8(rng, (2, 8), np.uint8), _int8(rng, (8, 4), np.int8)
+    message = onyx_error("MatMulIntegerToFloat", [a, b, np.array(0.1, np.float32), np.ones(3, np.float32)],
+                         TensorProto.FLOAT)
+    assert "node" in message and "input b_scale" in message and "[4]" in message
+
+
+def test_matmul_integer_to_float_full_range_u8s8_is_exact():
+    # Where onnxruntime's AVX2 u8s8 sums saturate (see _s8_weights), onyx
+    # matches an exact NumPy matmul.
+    rng = np.random.default_rng(10)
+    a, b = _int8(rng, (4, 16), np.uint8), _int8(rng, (16, 8), np.int8)
+    b[0, :] = -128
+    a[:, 0] = 255
+    model, feeds = _model("MatMulIntegerToFloat", [a, b, np.array(1.0, np.float32), np.array(1.0, np.float32)], {},
+                          TensorProto.FLOAT, (1, 2, 3))
+    actual = onyx.InferenceSession(model).run(None, feeds)[0]
+    np.testing.assert_array_equal(actual, (a.astype(np.int64) @ b.astype(np.int64)).astype(np.float32))
+
+
+# ------------------------------------------------------ QLinear element-wise ops
+
+_QTYPE = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
+
+
+def _qparams(rng, dtype, scale):
+    """A float scalar scale and a zero point of dtype near the middle of its range."""
+    info = np.iinfo(dtype)
+    mid = (int(info.min) + int(info.max)) // 2
+    return np.array(scale, np.float32), np.array(rng.integers(mid - 20, mid + 20), dtype)
+
+
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("a_shape,b_shape", [((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (4,)), ((3, 1), (1, 5)),
+                                             ((2, 3, 4), ()), ((1, 3, 1, 5), (2, 1, 4, 1))])
+@pytest.mark.parametrize("zero_points", [True, False])
+def test_qlinear_binary(op, dtype, a_shape, b_shape, zero_points):
+    # Equal or one quantum apart: onnxruntime's vectorized kernels compute
+    # with precomputed scale ratios (a_scale / c_scale, ...), onyx as
+    # dequantize, op, quantize; the two roundings differ on near-ties.
+    rng = np.random.default_rng(len(a_shape) * 10 + len(b_shape))
+    a, b = _int8(rng, a_shape, dtype), _int8(rng, b_shape, dtype)
+    a_s, a_z = _qparams(rng, dtype, 0.05)
+    b_s, b_z = _qparams(rng, dtype, 0.03)
+    c_s, c_z = _qparams(rng, dtype, 0.08 if op == "QLinearAdd" else 0.3)
+    inputs = [a, a_s, a_z, b, b_s, b_z, c_s, c_z]
+    onyx_inputs = None
+    if not zero_points:  # onnxruntime gets explicit zeros, onyx none
+        inputs[2] = inputs[5] = inputs[7] = np.array(0, dtype)
+        onyx_inputs = [a, a_s, None, b, b_s, None, c_s, None]
+    check_quantized(op, inputs, _QTYPE[dtype], max_diff=1, onyx_inputs=onyx_inputs)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("op,attrs", [("QLinearSigmoid", {}), ("QLinearLeakyRelu", {}),
+                                      ("QLinearLeakyRelu", {"alpha": 0.2})])
+@pytest.mark.parametrize("zero_points", [True, False])
+def test_qlinear_lookup(dtype, op, attrs, zero_points):
+    # Every input value (all 256) through the table; equal to onnxruntime's.
+    rng = np.random.default_rng(12)
+    info = np.iinfo(dtype)
+    x = np.arange(info.min, info.max + 1, dtype=np.int32).astype(dtype).reshape(4, 64)
+    x_s, x_z = _qparams(rng, dtype, 0.05)
+    y_s, y_z = _qparams(rng, dtype, 1 / 256 if op == "QLinearSigmoid" else 0.04)
+    inputs, onyx_inputs = [x, x_s, x_z, y_s, y_z], None
+    if not zero_points:  # onnxruntime gets explicit zeros, onyx none
+        inputs[2] = inputs[4] = np.array(0, dtype)
+        onyx_inputs = [x, x_s, None, y_s, None]
+    check_quantized(op, inputs, _QTYPE[dtype], attrs, onyx_inputs=onyx_inputs)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("shape", [(1, 3, 4, 4), (2, 5, 7, 3), (2, 4, 9)])
+@pytest.mark.parametrize("channels_last", [0, 1])
+def test_qlinear_global_average_pool(dtype, shape, channels_last):
+    rng = np.random.default_rng(sum(shape) + channels_last)
+    x = _int8(rng, shape, dtype)
+    x_s, x_z = _qparams(rng, dtype, 0.05)
+    y_s, y_z = _qparams(rng, dtype, 0.02)
+    check_quantized("QLinearGlobalAveragePool", [x, x_s, x_z, y_s, y_z], _QTYPE[dtype],
+                    {"channels_last": channels_last})
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("axis,shapes", [(1, [(2, 3, 4), (2, 5, 4)]), (0, [(3, 4), (1, 4), (2, 4)]),
+                                         (-1, [(2, 3, 4), (2, 3, 1)])])
+@pytest.mark.parametrize("same_params", [False, True])
+def test_qlinear_concat(dtype, axis, shapes, same_params):
+    rng = np.random.default_rng(len(shapes) * 7 + axis)
+    y_s, y_z = _qparams(rng, dtype, 0.05)
+    inputs = [y_s, y_z]
+    for i, shape in enumerate(shapes):
+        x_s, x_z = (y_s, y_z) if same_params and i == 0 else _qparams(rng, dtype, 0.02 + 0.03 * i)
+        inputs += [_int8(rng, shape, dtype), x_s, x_z]
+    check_quantized("QLinearConcat", inputs, _QTYPE[dtype], {"axis": axis})
+
+
+def test_qlinear_add_wrong_scale_shape():
+    rng = np.random.default_rng(13)
+    a = _int8(rng, (2, 3), np.uint8)
+    s, z = _qparams(rng, np.uint8, 0.05)
+    message = onyx_error("QLinearAdd", [a, np.full(3, 0.05, np.float32), z, a, s, z, s, z], TensorProto.UINT8)
+    assert "node" in message and "input A_scale" in message and "scalar" in message
+
+
+@pytest.mark.parametrize("block_size", [32, 64])
+@pytest.mark.parametrize("zero_points", [None, "packed"])
+def test_matmul_nbits_float16(block_size, zero_points):
+    # float16 A, scales and output; both sum in float and round the result to
+    # float16, so they agree within a float16 rounding (rtol 1e-3).
+    rng = np.random.default_rng(block_size + 1)
+    a, b, scales, zp = _nbits_inputs(rng, (3, 128), 8, 4, block_size, zero_points)
+    attrs = dict(K=128, N=8, bits=4, block_size=block_size, accuracy_level=0)
+    check_float("MatMulNBits", [a.astype(np.float16), b, scales.astype(np.float16), zp], attrs, constants=(1, 2, 3),
+                out_type=TensorProto.FLOAT16, rtol=1e-3, atol=1e-3)
+
+
+def test_qlinear_concat_mismatched_shapes():
+    rng = np.random.default_rng(14)
+    s, z = _qparams(rng, np.uint8, 0.05)
+    x0, x1 = _int8(rng, (2, 3), np.uint8), _int8(rng, (4, 3), np.uint8)
+    message = onyx_error("QLinearConcat", [s, z, x0, s, z, x1, s, z], TensorProto.UINT8, {"axis": 1})
+    assert "node" in message and "input X 1" in message and "[4,3]" in message.replace(" ", "")
+
+
+def test_dynamic_quantize_matmul_wrong_b_rank():
+    rng = np.random.default_rng(15)
+    a = rng.standard_normal((2, 8)).astype(np.float32)
+    message = onyx_error("DynamicQuantizeMatMul", [a, _int8(rng, (8,), np.int8), np.array(0.1, np.float32)],
+                         TensorProto.FLOAT)
+    assert "node" in message and "input B" in message and "[K, N]" in message
