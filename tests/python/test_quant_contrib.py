@@ -107,6 +107,16 @@ def test_matmul_nbits(bits, block_size, zero_points, a_shape, n):
     check_float("MatMulNBits", [a, b, scales, zp], attrs, constants=(1, 2, 3))
 
 
+@pytest.mark.parametrize("zero_points", [None, "packed", "float"])
+def test_matmul_nbits_weights_fed_at_run_time(zero_points):
+    """Weights as graph inputs, not initializers: dequantized on each run
+    (constant weights are dequantized and packed once, at session creation)."""
+    rng = np.random.default_rng(11)
+    a, b, scales, zp = _nbits_inputs(rng, (3, 96), 10, 4, 32, zero_points)
+    attrs = dict(K=96, N=10, bits=4, block_size=32, accuracy_level=0)
+    check_float("MatMulNBits", [a, b, scales, zp], attrs, constants=())
+
+
 @pytest.mark.parametrize("block_size", [16, 32, 128])
 def test_matmul_nbits_float_zero_points(block_size):
     rng = np.random.default_rng(block_size)

@@ -22,18 +22,33 @@ class MatMulNBitsKernel final : public Kernel {
       : k_(info.attr_int("K", 0)),
         n_(info.attr_int("N", 0)),
         bits_(info.attr_int("bits", 4)),
-        block_size_(info.attr_int("block_size", 0)) {}
+        block_size_(info.attr_int("block_size", 0)) {
+    // Constant weights (the usual case: an exported decoder) are dequantized
+    // and packed for the GEMM once, here, instead of on every run.
+    const Tensor* b = info.constant_input(1);
+    const Tensor* scales = info.constant_input(2);
+    const Tensor* zp = info.has_input(3) ? info.constant_input(3) : nullptr;
+    const Tensor* g_idx = info.has_input(4) ? info.constant_input(4) : nullptr;
+    if (b == nullptr || scales == nullptr || (info.has_input(3) && zp == nullptr) ||
+        (info.has_input(4) && g_idx == nullptr) || !is_float_type(scales->dtype())) {
+      return;
+    }
+    const std::string label = info.label();
+    if (!check_attributes(label).is_ok() || !check_weights(label, scales->dtype(), b, scales, zp, g_idx).is_ok() ||
+        !check_group_index(label, g_idx).is_ok()) {
+      return;  // compute() reports what is wrong
+    }
+    const std::vector<float> w = dequantize(*b, *scales, zp, g_idx, nullptr);
+    packed_ = pack_b(true, k_, n_, w.data(), k_);
+    packed_dtype_ = scales->dtype();
+  }
+
+  bool needs_constant_data(size_t i) const override { return packed_.empty() || i < 1 || i > 4; }
 
   Status compute(KernelContext& ctx) const override {
     const std::string label = ctx.label();
-    if (k_ <= 0 || n_ <= 0)
-      return invalid_argument(label, ": attributes K and N are ", k_, " and ", n_, ", expected > 0");
-    if (bits_ != 2 && bits_ != 4 && bits_ != 8) {
-      return not_implemented(label, ": attribute bits is ", bits_, ", expected 2, 4 or 8");
-    }
-    if (block_size_ < 16 || (block_size_ & (block_size_ - 1)) != 0) {
-      return invalid_argument(label, ": attribute block_size is ", block_size_, ", expected a power of two >= 16");
-    }
+    Status status = check_attributes(label);
+    if (!status.is_ok()) return status;
     const Tensor* a = ctx.input_tensor(0);
     const Tensor* b = ctx.input_tensor(1);
     const Tensor* scales = ctx.input_tensor(2);
@@ -44,85 +59,29 @@ class MatMulNBitsKernel final : public Kernel {
       return invalid_argument(label, ": input A is ", a ? a->describe() : std::string("missing"),
                               ", expected a float tensor [..., ", k_, "] (attribute K)");
     }
-    const int64_t n_blocks = (k_ + block_size_ - 1) / block_size_;
-    const int64_t blob = block_size_ * bits_ / 8;
-    if (b == nullptr || b->dtype() != DataType::kUInt8 || b->size() != n_ * n_blocks * blob) {
-      return invalid_argument(label, ": input B is ", b ? b->describe() : std::string("missing"), ", expected uint8 [",
-                              n_, ", ", n_blocks, ", ", blob, "] (N, blocks of ", block_size_, " in K = ", k_,
-                              ", bytes per block of ", bits_, "-bit codes)");
-    }
-    if (scales == nullptr || scales->dtype() != a->dtype() || scales->size() != n_ * n_blocks) {
-      return invalid_argument(label, ": input scales is ", scales ? scales->describe() : std::string("missing"),
-                              ", expected ", dtype_name(a->dtype()), " [", n_ * n_blocks, "] (N * blocks)");
-    }
-    const int64_t zp_row = (n_blocks * bits_ + 7) / 8;
-    if (zp != nullptr) {
-      const bool packed_ok = zp->dtype() == DataType::kUInt8 && zp->size() == n_ * zp_row;
-      const bool float_ok = zp->dtype() == a->dtype() && zp->size() == n_ * n_blocks;
-      if (!packed_ok && !float_ok) {
-        return invalid_argument(label, ": input zero_points is ", zp->describe(), ", expected uint8 [", n_ * zp_row,
-                                "] (packed) or ", dtype_name(a->dtype()), " [", n_ * n_blocks, "]");
-      }
-    }
-    if (g_idx != nullptr && g_idx->size() != 0) {
-      if (g_idx->dtype() != DataType::kInt32 || g_idx->size() != k_) {
-        return invalid_argument(label, ": input g_idx is ", g_idx->describe(), ", expected int32 [", k_, "]");
-      }
-      for (int64_t i = 0; i < k_; ++i) {
-        const int32_t g = g_idx->data<int32_t>()[i];
-        if (g < 0 || g >= n_blocks) {
-          return invalid_argument(label, ": input g_idx[", i, "] is ", g, ", expected in [0, ", n_blocks, ")");
-        }
-      }
-    } else {
-      g_idx = nullptr;
-    }
+    if (g_idx != nullptr && g_idx->size() == 0) g_idx = nullptr;
+    // Types and sizes only: the data of packed constants may be freed.
+    status = check_weights(label, a->dtype(), b, scales, zp, g_idx);
+    if (!status.is_ok()) return status;
     if (bias != nullptr && (bias->dtype() != a->dtype() || bias->size() != n_)) {
       return invalid_argument(label, ": input bias is ", bias->describe(), ", expected ", dtype_name(a->dtype()), " [",
                               n_, "]");
     }
-
-    // Dequantize B to W [N, K] (row n is output column n).
-    const std::vector<float> sc = read_floats(*scales);
-    std::vector<float> zf;
-    if (zp != nullptr && zp->dtype() != DataType::kUInt8) zf = read_floats(*zp);
-    const uint8_t* zq = zp != nullptr && zp->dtype() == DataType::kUInt8 ? zp->data<uint8_t>() : nullptr;
-    const uint8_t* pb = b->data<uint8_t>();
-    const int mask = (1 << bits_) - 1;
-    const float default_zp = static_cast<float>(1 << (bits_ - 1));
-    std::vector<float> w(static_cast<size_t>(n_ * k_));
-    parallel_for(ctx.thread_pool(), n_, 4.0 * static_cast<double>(k_), [&](int64_t begin, int64_t end) {
-      std::vector<float> scale(static_cast<size_t>(n_blocks)), zero(static_cast<size_t>(n_blocks));
-      for (int64_t n = begin; n < end; ++n) {
-        for (int64_t blk = 0; blk < n_blocks; ++blk) {
-          const size_t i = static_cast<size_t>(n * n_blocks + blk);
-          scale[static_cast<size_t>(blk)] = sc[i];
-          if (zq != nullptr) {
-            const int64_t bit = blk * bits_;
-            zero[static_cast<size_t>(blk)] = static_cast<float>((zq[n * zp_row + bit / 8] >> (bit % 8)) & mask);
-          } else {
-            zero[static_cast<size_t>(blk)] = zf.empty() ? default_zp : zf[i];
-          }
-        }
-        const uint8_t* row = pb + n * n_blocks * blob;
-        float* out = w.data() + n * k_;
-        for (int64_t kk = 0; kk < k_; ++kk) {
-          // Codes stay in their position (kk's own block); g_idx only picks the scale.
-          const int64_t bit = kk * bits_;
-          const float q = static_cast<float>((row[bit / 8] >> (bit % 8)) & mask);
-          const size_t g = static_cast<size_t>(g_idx != nullptr ? g_idx->data<int32_t>()[kk] : kk / block_size_);
-          out[kk] = (q - zero[g]) * scale[g];
-        }
-      }
-    });
 
     Shape out_shape = a->shape();
     out_shape.back() = n_;
     const int64_t m = a->size() / k_;
     std::vector<float> y(static_cast<size_t>(m * n_));
     const std::vector<float> av = read_floats(*a);
-    if (m > 0) {
-      sgemm(false, true, m, n_, k_, 1.0f, av.data(), k_, w.data(), k_, 0.0f, y.data(), n_, ctx.thread_pool());
+    if (!packed_.empty() && packed_dtype_ == a->dtype()) {
+      if (m > 0) sgemm_packed_b(false, m, 1.0f, av.data(), k_, packed_, 0.0f, y.data(), n_, ctx.thread_pool());
+    } else {
+      status = check_group_index(label, g_idx);
+      if (!status.is_ok()) return status;
+      const std::vector<float> w = dequantize(*b, *scales, zp, g_idx, ctx.thread_pool());
+      if (m > 0) {
+        sgemm(false, true, m, n_, k_, 1.0f, av.data(), k_, w.data(), k_, 0.0f, y.data(), n_, ctx.thread_pool());
+      }
     }
     if (bias != nullptr) {
       const std::vector<float> bv = read_floats(*bias);
@@ -136,7 +95,107 @@ class MatMulNBitsKernel final : public Kernel {
   }
 
  private:
+  int64_t n_blocks() const { return (k_ + block_size_ - 1) / block_size_; }
+  int64_t blob_bytes() const { return block_size_ * bits_ / 8; }
+  int64_t zero_point_row_bytes() const { return (n_blocks() * bits_ + 7) / 8; }
+
+  Status check_attributes(const std::string& label) const {
+    if (k_ <= 0 || n_ <= 0)
+      return invalid_argument(label, ": attributes K and N are ", k_, " and ", n_, ", expected > 0");
+    if (bits_ != 2 && bits_ != 4 && bits_ != 8) {
+      return not_implemented(label, ": attribute bits is ", bits_, ", expected 2, 4 or 8");
+    }
+    if (block_size_ < 16 || (block_size_ & (block_size_ - 1)) != 0) {
+      return invalid_argument(label, ": attribute block_size is ", block_size_, ", expected a power of two >= 16");
+    }
+    return Status::ok();
+  }
+
+  // B, scales, zero points and g_idx have the types and sizes the attributes
+  // say; `dtype` is A's (float) type, which scales and float zero points share.
+  Status check_weights(const std::string& label, DataType dtype, const Tensor* b, const Tensor* scales,
+                       const Tensor* zp, const Tensor* g_idx) const {
+    const int64_t blocks = n_blocks();
+    if (b == nullptr || b->dtype() != DataType::kUInt8 || b->size() != n_ * blocks * blob_bytes()) {
+      return invalid_argument(label, ": input B is ", b ? b->describe() : std::string("missing"), ", expected uint8 [",
+                              n_, ", ", blocks, ", ", blob_bytes(), "] (N, blocks of ", block_size_, " in K = ", k_,
+                              ", bytes per block of ", bits_, "-bit codes)");
+    }
+    if (scales == nullptr || scales->dtype() != dtype || scales->size() != n_ * blocks) {
+      return invalid_argument(label, ": input scales is ", scales ? scales->describe() : std::string("missing"),
+                              ", expected ", dtype_name(dtype), " [", n_ * blocks, "] (N * blocks)");
+    }
+    if (zp != nullptr) {
+      const bool packed_ok = zp->dtype() == DataType::kUInt8 && zp->size() == n_ * zero_point_row_bytes();
+      const bool float_ok = zp->dtype() == dtype && zp->size() == n_ * blocks;
+      if (!packed_ok && !float_ok) {
+        return invalid_argument(label, ": input zero_points is ", zp->describe(), ", expected uint8 [",
+                                n_ * zero_point_row_bytes(), "] (packed) or ", dtype_name(dtype), " [", n_ * blocks,
+                                "]");
+      }
+    }
+    if (g_idx != nullptr && (g_idx->dtype() != DataType::kInt32 || g_idx->size() != k_)) {
+      return invalid_argument(label, ": input g_idx is ", g_idx->describe(), ", expected int32 [", k_, "]");
+    }
+    return Status::ok();
+  }
+
+  Status check_group_index(const std::string& label, const Tensor* g_idx) const {
+    if (g_idx == nullptr) return Status::ok();
+    for (int64_t i = 0; i < k_; ++i) {
+      const int32_t g = g_idx->data<int32_t>()[i];
+      if (g < 0 || g >= n_blocks()) {
+        return invalid_argument(label, ": input g_idx[", i, "] is ", g, ", expected in [0, ", n_blocks(), ")");
+      }
+    }
+    return Status::ok();
+  }
+
+  // B dequantized to W [N, K] (row n is output column n).
+  std::vector<float> dequantize(const Tensor& b, const Tensor& scales, const Tensor* zp, const Tensor* g_idx,
+                                ThreadPool* pool) const {
+    const int64_t blocks = n_blocks();
+    const int64_t blob = blob_bytes();
+    const int64_t zp_row = zero_point_row_bytes();
+    const std::vector<float> sc = read_floats(scales);
+    std::vector<float> zf;
+    if (zp != nullptr && zp->dtype() != DataType::kUInt8) zf = read_floats(*zp);
+    const uint8_t* zq = zp != nullptr && zp->dtype() == DataType::kUInt8 ? zp->data<uint8_t>() : nullptr;
+    const int32_t* groups = g_idx != nullptr ? g_idx->data<int32_t>() : nullptr;
+    const uint8_t* pb = b.data<uint8_t>();
+    const int mask = (1 << bits_) - 1;
+    const float default_zp = static_cast<float>(1 << (bits_ - 1));
+    std::vector<float> w(static_cast<size_t>(n_ * k_));
+    parallel_for(pool, n_, 4.0 * static_cast<double>(k_), [&](int64_t begin, int64_t end) {
+      std::vector<float> scale(static_cast<size_t>(blocks)), zero(static_cast<size_t>(blocks));
+      for (int64_t n = begin; n < end; ++n) {
+        for (int64_t blk = 0; blk < blocks; ++blk) {
+          const size_t i = static_cast<size_t>(n * blocks + blk);
+          scale[static_cast<size_t>(blk)] = sc[i];
+          if (zq != nullptr) {
+            const int64_t bit = blk * bits_;
+            zero[static_cast<size_t>(blk)] = static_cast<float>((zq[n * zp_row + bit / 8] >> (bit % 8)) & mask);
+          } else {
+            zero[static_cast<size_t>(blk)] = zf.empty() ? default_zp : zf[i];
+          }
+        }
+        const uint8_t* row = pb + n * blocks * blob;
+        float* out = w.data() + n * k_;
+        for (int64_t kk = 0; kk < k_; ++kk) {
+          // Codes stay in their position (kk's own block); g_idx only picks the scale.
+          const int64_t bit = kk * bits_;
+          const float q = static_cast<float>((row[bit / 8] >> (bit % 8)) & mask);
+          const size_t g = static_cast<size_t>(groups != nullptr ? groups[kk] : kk / block_size_);
+          out[kk] = (q - zero[g]) * scale[g];
+        }
+      }
+    });
+    return w;
+  }
+
   int64_t k_, n_, bits_, block_size_;
+  PackedMatrix packed_;  // W = dequant(B), packed at creation when B, scales, zero points and g_idx are constant
+  DataType packed_dtype_ = DataType::kUndefined;
 };
 
 ONYX_REGISTER_CPU_KERNEL("com.microsoft", "MatMulNBits", 1, kLatestVersion, types::floats(), MatMulNBitsKernel);
