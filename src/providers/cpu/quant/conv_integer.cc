@@ -13,17 +13,8 @@
 namespace onyx::cpu {
 namespace {
 
-bool is_int8_type(DataType t) { return t == DataType::kInt8 || t == DataType::kUInt8; }
-
-std::vector<int32_t> to_int32(const Tensor& t) {
-  std::vector<int32_t> out(static_cast<size_t>(t.size()));
-  if (t.dtype() == DataType::kInt8) {
-    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<int8_t>()[i];
-  } else {
-    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<uint8_t>()[i];
-  }
-  return out;
-}
+using quant::int8_as_int32;
+using quant::is_int8_type;
 
 struct IntegerConvResult {
   Shape shape;
@@ -55,14 +46,14 @@ Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x
     return invalid_argument(label, ": attribute kernel_shape ", shape_to_string(window.kernel),
                             " does not match the kernel of w ", shape_to_string(w.shape()));
   }
-  std::vector<int32_t> xv = to_int32(x);
-  std::vector<int32_t> wv = to_int32(w);
+  std::vector<int32_t> xv = int8_as_int32(x);
+  std::vector<int32_t> wv = int8_as_int32(w);
   if (x_zp != nullptr) {
     if (x_zp->dtype() != x.dtype() || x_zp->size() != 1) {
       return invalid_argument(label, ": input x_zero_point is ", x_zp->describe(), ", expected a scalar of type ",
                               dtype_name(x.dtype()));
     }
-    const int32_t zp = to_int32(*x_zp)[0];
+    const int32_t zp = int8_as_int32(*x_zp)[0];
     for (int32_t& v : xv) v -= zp;
   }
   const int64_t per_filter = group_channels * window.kernel_size();
@@ -71,7 +62,7 @@ Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x
       return invalid_argument(label, ": input w_zero_point is ", w_zp->describe(), ", expected a scalar or [", m_out,
                               "] of type ", dtype_name(w.dtype()));
     }
-    const std::vector<int32_t> zp = to_int32(*w_zp);
+    const std::vector<int32_t> zp = int8_as_int32(*w_zp);
     for (int64_t f = 0; f < m_out; ++f) {
       const int32_t z = zp[zp.size() == 1 ? 0 : static_cast<size_t>(f)];
       for (int64_t e = 0; e < per_filter; ++e) wv[static_cast<size_t>(f * per_filter + e)] -= z;

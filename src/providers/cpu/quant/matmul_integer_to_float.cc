@@ -13,21 +13,13 @@
 #include <vector>
 
 #include "providers/cpu/contrib/float_io.h"
+#include "providers/cpu/quant/quant_util.h"
 
 namespace onyx::cpu {
 namespace {
 
-bool is_int8_type(DataType t) { return t == DataType::kInt8 || t == DataType::kUInt8; }
-
-std::vector<int32_t> int8_values(const Tensor& t) {
-  std::vector<int32_t> out(static_cast<size_t>(t.size()));
-  if (t.dtype() == DataType::kInt8) {
-    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<int8_t>()[i];
-  } else {
-    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<uint8_t>()[i];
-  }
-  return out;
-}
+using quant::int8_as_int32;
+using quant::is_int8_type;
 
 std::string describe(const Tensor* t) { return t != nullptr ? t->describe() : std::string("missing"); }
 
@@ -59,9 +51,9 @@ Status integer_matmul_to_float(KernelContext& ctx, const std::vector<int32_t>& a
   if (bias != nullptr && (!is_float_type(bias->dtype()) || bias->size() != n)) {
     return invalid_argument(label, ": input ", bias_name, " is ", bias->describe(), ", expected a float [", n, "]");
   }
-  std::vector<int32_t> bv = int8_values(*b);
+  std::vector<int32_t> bv = int8_as_int32(*b);
   if (b_zp != nullptr) {
-    const std::vector<int32_t> zp = int8_values(*b_zp);
+    const std::vector<int32_t> zp = int8_as_int32(*b_zp);
     for (int64_t p = 0; p < k; ++p) {
       for (int64_t j = 0; j < n; ++j) bv[static_cast<size_t>(p * n + j)] -= zp[zp.size() == 1 ? 0 : j];
     }
@@ -120,9 +112,9 @@ class MatMulIntegerToFloatKernel final : public Kernel {
       return invalid_argument(label, ": input a_zero_point is ", a_zp->describe(), ", expected a ",
                               dtype_name(a->dtype()), " scalar");
     }
-    std::vector<int32_t> av = int8_values(*a);
+    std::vector<int32_t> av = int8_as_int32(*a);
     if (a_zp != nullptr) {
-      const int32_t zp = int8_values(*a_zp)[0];
+      const int32_t zp = int8_as_int32(*a_zp)[0];
       for (int32_t& v : av) v -= zp;
     }
     return integer_matmul_to_float(ctx, av, a->shape(), read_floats(*a_scale)[0], b, b_scale, b_zp, bias,

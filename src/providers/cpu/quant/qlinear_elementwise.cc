@@ -18,12 +18,13 @@
 
 #include "providers/cpu/broadcast.h"
 #include "providers/cpu/dispatch.h"
+#include "providers/cpu/quant/quant_util.h"
 #include "providers/kernel.h"
 
 namespace onyx::cpu {
 namespace {
 
-bool is_int8_type(DataType t) { return t == DataType::kInt8 || t == DataType::kUInt8; }
+using quant::is_int8_type;
 
 std::string describe(const Tensor* t) { return t != nullptr ? t->describe() : std::string("missing"); }
 

@@ -22,17 +22,12 @@ double round_to_type(double v, DataType t) {
   }
 }
 
-bool is_int8_type(DataType t) { return t == DataType::kInt8 || t == DataType::kUInt8; }
+using quant::is_int8_type;
 
 // `t` minus its zero point (broadcast to t's shape), as int32.
 Result<std::vector<int32_t>> centered(const Tensor& t, const Tensor* zero_point, const std::string& label,
                                       const char* name, const char* zp_name) {
-  std::vector<int32_t> out(static_cast<size_t>(t.size()));
-  if (t.dtype() == DataType::kInt8) {
-    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<int8_t>()[i];
-  } else {
-    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<uint8_t>()[i];
-  }
+  std::vector<int32_t> out = quant::int8_as_int32(t);
   if (zero_point != nullptr) {
     if (zero_point->dtype() != t.dtype()) {
       return invalid_argument(label, ": input ", zp_name, " has type ", dtype_name(zero_point->dtype()),

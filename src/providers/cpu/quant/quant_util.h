@@ -15,6 +15,20 @@
 
 namespace onyx::cpu::quant {
 
+// int8 or uint8: the element types of the 8-bit integer ops.
+inline bool is_int8_type(DataType t) { return t == DataType::kInt8 || t == DataType::kUInt8; }
+
+// Every element of an int8 or uint8 tensor, widened to int32.
+inline std::vector<int32_t> int8_as_int32(const Tensor& t) {
+  std::vector<int32_t> out(static_cast<size_t>(t.size()));
+  if (t.dtype() == DataType::kInt8) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<int8_t>()[i];
+  } else {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<uint8_t>()[i];
+  }
+  return out;
+}
+
 // Every element of `t` as a double (float8/float4 decoded, sub-byte
 // integers read from their one-byte storage).
 inline Result<std::vector<double>> to_doubles(const Tensor& t, const std::string& label, const char* name) {
