@@ -104,6 +104,10 @@ struct Node {
   // A fused node (made by partitioning for a compiling provider): the group
   // of nodes it stands for, as a standalone graph its provider compiles.
   std::shared_ptr<Graph> fused_graph;
+  // A forward node repeated in a backward pass (gradient checkpointing): the
+  // optimizer never merges it with its twin, which would keep the twin's
+  // output alive in between.
+  bool recompute = false;
 
   const Attribute* attribute(const std::string& attr_name) const {
     auto it = attributes.find(attr_name);

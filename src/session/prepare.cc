@@ -1,6 +1,7 @@
 // The graph preparation steps, in order.
 #include "session/prepare.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -15,6 +16,44 @@
 
 namespace onyx::session {
 
+namespace {
+
+std::vector<std::string> split_names(const std::string& list) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    if (comma > start) names.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return names;
+}
+
+// Gradient checkpointing from the session's config entries:
+// onyx.training.recompute = "all" or a comma-separated list of values, and
+// with "all", onyx.training.keep = values to keep all the same.
+Result<training::GradientOptions> training_options(const SessionOptions& options) {
+  training::GradientOptions gradient;
+  auto recompute = options.config_entries.find("onyx.training.recompute");
+  if (recompute != options.config_entries.end() && !recompute->second.empty() && recompute->second != "none") {
+    if (recompute->second == "all") {
+      gradient.recompute_all = true;
+    } else {
+      gradient.recompute = split_names(recompute->second);
+    }
+  }
+  auto keep = options.config_entries.find("onyx.training.keep");
+  if (keep != options.config_entries.end()) {
+    if (!gradient.recompute_all) {
+      return invalid_argument("session config entry onyx.training.keep needs onyx.training.recompute=all");
+    }
+    gradient.keep = split_names(keep->second);
+  }
+  return gradient;
+}
+
+}  // namespace
+
 Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const SessionOptions& options,
                                     const std::vector<const ExecutionProvider*>& providers) {
   PreparedGraph prepared;
@@ -24,8 +63,15 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
   graph::BuildLimits limits;
   auto prefer = options.config_entries.find("onyx.prefer_function_bodies");
   const bool prefer_bodies = prefer != options.config_entries.end() && prefer->second == "1";
+  // A training graph (one with a Gradient node) runs ops without a gradient
+  // rule through their function bodies, whose ops have rules.
+  bool differentiates = false;
+  for (const auto& node : model.graph->node) {
+    differentiates = differentiates || (node.op_type == "Gradient" && node.domain == "ai.onnx.preview.training");
+  }
   limits.expand_schema_function = [&](const std::string& domain, const std::string& op_type, int version) {
     if (prefer_bodies) return true;
+    if (differentiates && !training::has_gradient_rule(domain, op_type)) return true;
     for (const ExecutionProvider* p : providers) {
       if (p->kernels().find(domain, op_type, version) != nullptr) return false;
     }
@@ -35,7 +81,6 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
   ONYX_ASSIGN_OR_RETURN(prepared.graph, graph::build_graph(model, limits));
   if (verbose) log_memory_usage("building the graph");
   graph::Graph& graph = *prepared.graph;
-  ONYX_RETURN_IF_ERROR(training::expand_gradient_nodes(graph));
   ONYX_RETURN_IF_ERROR(resolve_versions(graph));
   graph::InferenceOptions inference;
   // Before IR version 4 every initializer was also listed as an input, and
@@ -53,6 +98,14 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
     };
   }
   ONYX_RETURN_IF_ERROR(apply_model_overrides(graph, *model.graph, options));
+  if (differentiates) {
+    // Gradient rules read what inference knows of ranks and types.
+    ONYX_RETURN_IF_ERROR(graph::infer_shapes(graph, inference));
+    ONYX_ASSIGN_OR_RETURN(training::GradientOptions gradient_options, training_options(options));
+    ONYX_RETURN_IF_ERROR(training::expand_gradient_nodes(graph, gradient_options));
+    ONYX_RETURN_IF_ERROR(resolve_versions(graph));
+    if (verbose) log_memory_usage("expanding Gradient nodes");
+  }
   ONYX_RETURN_IF_ERROR(graph::infer_shapes(graph, inference));
   if (verbose) log_memory_usage("shape inference");
 

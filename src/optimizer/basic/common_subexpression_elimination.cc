@@ -35,7 +35,7 @@ const Tensor* comparable_constant(const PassContext& ctx, int32_t value) {
 // Constant inputs enter by type and shape only: nodes with equal keys are
 // then told apart by the constants' bytes (same_constants).
 std::optional<std::string> node_key(const PassContext& ctx, const graph::Node& node) {
-  if (is_nondeterministic(node) || graph::has_subgraphs(node) || node.outputs.empty()) return std::nullopt;
+  if (is_nondeterministic(node) || node.recompute || graph::has_subgraphs(node) || node.outputs.empty()) return std::nullopt;
   std::string key;
   auto add = [&key](const std::string& piece) {
     key += piece;
