@@ -178,7 +178,10 @@ def _metadata(session, path: str, kind: str) -> dict:
     if text is None:
         raise ValueError(f"'{path}' is not a {kind} model written by onyx.training.artifacts.generate_artifacts "
                          f"(no '{METADATA_KEY}' metadata)")
-    return json.loads(text)
+    meta = json.loads(text)
+    if meta.get("kind") != kind:
+        raise ValueError(f"'{path}' is an onyx.training {meta.get('kind')} model, not a {kind} model")
+    return meta
 
 
 def _session_for(path: str, session_options, device: str):

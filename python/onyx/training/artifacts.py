@@ -401,7 +401,7 @@ def generate_artifacts(
     onnx.save(training_model, os.path.join(folder, f"{prefix}training_model.onnx"))
     onnx.save(eval_model, os.path.join(folder, f"{prefix}eval_model.onnx"))
     if optim_type is not None:
-        params = [(p, initializers[p].data_type) for p in trainable]
+        params = [(p, initializers[p].data_type, list(initializers[p].dims)) for p in trainable]
         onnx.save(optimizer_model(optim_type, params), os.path.join(folder, f"{prefix}optimizer_model.onnx"))
     parameters = {}
     for p in trainable + state_names:
@@ -413,7 +413,7 @@ def generate_artifacts(
 
 
 def optimizer_model(optim_type: OptimType, params, hyperparameters=None):
-    """The optimizer model for params [(name, onnx elem type)]. Inputs:
+    """The optimizer model for params [(name, onnx elem type[, dims])]. Inputs:
     learning_rate (float scalar), step (int64 scalar: the step being taken,
     1 for the first), then per parameter `p`, `p_grad` and (AdamW)
     `p.exp_avg`, `p.exp_avg_sq`. Outputs per parameter: `p.updated` and
@@ -472,19 +472,21 @@ def optimizer_model(optim_type: OptimType, params, hyperparameters=None):
         per_type[elem] = s
         return s
 
-    for p, elem in params:
+    for p, elem, *rest in params:
         np.dtype(tensor_dtype_to_np_dtype(elem))  # a type numpy knows
+        dims = list(rest[0]) if rest else None
+        tensor = lambda name: helper.make_tensor_value_info(name, elem, dims)  # noqa: E731
         s = shared(elem)
         g = f"{p}_grad"
-        inputs += [helper.make_tensor_value_info(p, elem, None), helper.make_tensor_value_info(g, elem, None)]
+        inputs += [tensor(p), tensor(g)]
         new = f"{p}.updated"
         if optim_type is OptimType.SGD:
             d = f"{p}.delta"
             nodes += [helper.make_node("Mul", [s["lr"], g], [d]), helper.make_node("Sub", [p, d], [new])]
-            outputs.append(helper.make_tensor_value_info(new, elem, None))
+            outputs.append(tensor(new))
             continue
         m, v = f"{p}.exp_avg", f"{p}.exp_avg_sq"
-        inputs += [helper.make_tensor_value_info(m, elem, None), helper.make_tensor_value_info(v, elem, None)]
+        inputs += [tensor(m), tensor(v)]
         k = lambda suffix: f"{p}.{suffix}"  # noqa: E731
         m_new, v_new = f"{m}.updated", f"{v}.updated"
         nodes += [
@@ -506,13 +508,13 @@ def optimizer_model(optim_type: OptimType, params, hyperparameters=None):
             helper.make_node("Mul", [s["step_size"], k("ratio")], [k("delta")]),
             helper.make_node("Sub", [k("decayed"), k("delta")], [new]),
         ]
-        outputs += [helper.make_tensor_value_info(n, elem, None) for n in (new, m_new, v_new)]
+        outputs += [tensor(n) for n in (new, m_new, v_new)]
 
     graph = helper.make_graph(nodes, f"{optim_type.name}_optimizer", inputs, outputs, initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPTIMIZER_OPSET)],
                               producer_name="onyx.training")
     model.ir_version = OPTIMIZER_IR_VERSION
-    meta = {"kind": "optimizer", "optimizer": optim_type.name, "parameters": [p for p, _ in params],
+    meta = {"kind": "optimizer", "optimizer": optim_type.name, "parameters": [p[0] for p in params],
             "states": states, "hyperparameters": hp if optim_type is OptimType.AdamW else {},
             "default_learning_rate": DEFAULT_LEARNING_RATE}
     helper.set_model_props(model, {METADATA_KEY: json.dumps(meta)})
