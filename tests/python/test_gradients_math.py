@@ -164,3 +164,48 @@ def test_sum_mean(op):
     feeds = {"a": rand(2, 3), "b": rand(3), "c": rand(2, 1)}
     check_gradient(node(op, ["a", "b", "c"]), feeds, ["a", "b", "c"])
     check_gradient(node(op, ["a"]), {"a": rand(4)}, ["a"])
+
+
+# --- matrix products ---
+
+
+@pytest.mark.parametrize(
+    "a_shape,b_shape",
+    [
+        ((3, 4), (4, 5)),
+        ((2, 3, 4), (4, 5)),
+        ((3, 4), (2, 4, 5)),
+        ((2, 1, 3, 4), (3, 4, 2)),
+        ((4,), (4, 5)),
+        ((3, 4), (4,)),
+        ((4,), (4,)),
+        ((4,), (2, 4, 3)),
+        ((2, 3, 4), (4,)),
+    ],
+)
+def test_matmul(a_shape, b_shape):
+    check_gradient(node("MatMul", ["a", "b"]), {"a": rand(*a_shape), "b": rand(*b_shape)}, ["a", "b"])
+
+
+def test_matmul_float32():
+    check_gradient(node("MatMul", ["a", "b"]), {"a": rand(2, 3, 4), "b": rand(4)}, ["a", "b"], dtype=np.float32)
+
+
+def test_matmul_only_one_operand():
+    check_gradient(node("MatMul", ["a", "b"]), {"a": rand(3, 4), "b": rand(4, 2)}, ["b"])
+
+
+@pytest.mark.parametrize("trans_a", [0, 1])
+@pytest.mark.parametrize("trans_b", [0, 1])
+@pytest.mark.parametrize("c_shape", [(3, 5), (5,), (3, 1), ()])
+def test_gemm(trans_a, trans_b, c_shape):
+    a = rand(4, 3) if trans_a else rand(3, 4)
+    b = rand(5, 4) if trans_b else rand(4, 5)
+    feeds = {"a": a, "b": b, "c": rand(*c_shape)}
+    gemm = node("Gemm", ["a", "b", "c"], transA=trans_a, transB=trans_b, alpha=0.7, beta=1.3)
+    check_gradient(gemm, feeds, ["a", "b", "c"])
+
+
+def test_gemm_without_c_and_defaults():
+    check_gradient(node("Gemm", ["a", "b"]), {"a": rand(2, 3), "b": rand(3, 4)}, ["a", "b"])
+    check_gradient(node("Gemm", ["a", "b"]), {"a": rand(2, 3), "b": rand(3, 4)}, ["a", "b"], dtype=np.float32)
