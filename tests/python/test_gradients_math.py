@@ -209,3 +209,207 @@ def test_gemm(trans_a, trans_b, c_shape):
 def test_gemm_without_c_and_defaults():
     check_gradient(node("Gemm", ["a", "b"]), {"a": rand(2, 3), "b": rand(3, 4)}, ["a", "b"])
     check_gradient(node("Gemm", ["a", "b"]), {"a": rand(2, 3), "b": rand(3, 4)}, ["a", "b"], dtype=np.float32)
+
+
+# --- data movement ---
+
+
+def test_reshape_flatten_squeeze_unsqueeze():
+    x = rand(2, 3, 4)
+    check_gradient(node("Reshape", ["x", "s"]), {"x": x}, ["x"], initializers=[const("s", [4, -1])])
+    check_gradient(node("Flatten", ["x"], axis=2), {"x": x}, ["x"])
+    check_gradient(node("Flatten", ["x"], axis=-1), {"x": x}, ["x"])
+    y = rand(2, 1, 3, 1)
+    check_gradient(node("Squeeze", ["x", "axes"]), {"x": y}, ["x"], initializers=[const("axes", [-1, 1])])
+    check_gradient(node("Squeeze", ["x"]), {"x": y}, ["x"])
+    check_gradient(node("Squeeze", ["x"], axes=[1]), {"x": y}, ["x"], opset=11)
+    check_gradient(node("Unsqueeze", ["x", "axes"]), {"x": x}, ["x"], initializers=[const("axes", [0, -1])])
+    check_gradient(node("Unsqueeze", ["x"], axes=[1]), {"x": x}, ["x"], opset=11)
+
+
+@pytest.mark.parametrize("perm", [None, [1, 0, 2], [2, 0, 1]])
+def test_transpose(perm):
+    attrs = {} if perm is None else {"perm": perm}
+    check_gradient(node("Transpose", ["x"], **attrs), {"x": rand(2, 3, 4)}, ["x"])
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_concat(axis):
+    shapes = {0: [(1, 3, 2), (2, 3, 2)], 1: [(2, 1, 2), (2, 3, 2)], -1: [(2, 3, 1), (2, 3, 3)]}[axis]
+    feeds = {"a": rand(*shapes[0]), "b": rand(*shapes[1]), "c": rand(*shapes[1])}
+    check_gradient(node("Concat", ["a", "b", "c"], axis=axis), feeds, ["a", "b", "c"])
+
+
+def test_concat_input_used_twice():
+    check_gradient(node("Concat", ["a", "a", "b"], axis=0), {"a": rand(2), "b": rand(3)}, ["a", "b"])
+
+
+def test_split_forms():
+    x = rand(6, 4)
+    check_gradient(node("Split", ["x", "s"], ["p", "q"], axis=0), {"x": x}, ["x"], initializers=[const("s", [2, 4])])
+    check_gradient(node("Split", ["x"], ["p", "q", "r"], axis=0, num_outputs=3), {"x": x}, ["x"], opset=18)
+    check_gradient(node("Split", ["x"], ["p", "q"], axis=-1, split=[1, 3]), {"x": x}, ["x"], opset=11)
+    check_gradient(node("Split", ["x"], ["p", "q"], axis=1), {"x": x}, ["x"])
+
+
+def test_split_outputs_without_gradient_count_as_zeros():
+    x = rand(3, 6)
+    check_gradient(node("Split", ["x"], ["p", "q", "r"], axis=1), {"x": x}, ["x"], outputs=["q"])
+    check_gradient(node("Split", ["x"], ["p", "q", "r"], axis=-1), {"x": x}, ["x"], outputs=["p", "r"])
+
+
+@pytest.mark.parametrize(
+    "starts,ends,axes,steps",
+    [
+        ([1], [3], None, None),
+        ([0, 1], [2, -1], [0, 2], None),
+        ([-1], [-10], [1], [-1]),
+        ([3, 4], [0, 0], [0, -1], [-2, -3]),
+        ([0, 1, 0], [100, 5, 4], [0, 1, 2], [2, 2, 3]),
+        ([1], [1], [0], None),
+    ],
+)
+def test_slice(starts, ends, axes, steps):
+    inits = [const("starts", starts), const("ends", ends)]
+    inputs = ["x", "starts", "ends"]
+    if axes is not None or steps is not None:
+        inits.append(const("axes", axes if axes is not None else list(range(len(starts)))))
+        inputs.append("axes")
+    if steps is not None:
+        inits.append(const("steps", steps))
+        inputs.append("steps")
+    check_gradient(node("Slice", inputs), {"x": rand(4, 5, 6)}, ["x"], initializers=inits)
+
+
+def test_slice_attributes_before_opset_10():
+    check_gradient(node("Slice", ["x"], starts=[1, -3], ends=[3, 100], axes=[0, -1]), {"x": rand(4, 5)}, ["x"], opset=9)
+
+
+def test_slice_float32():
+    inits = [const("starts", [3]), const("ends", [-100]), const("axes", [1]), const("steps", [-2])]
+    inputs = ["x", "starts", "ends", "axes", "steps"]
+    check_gradient(node("Slice", inputs), {"x": rand(3, 5)}, ["x"], initializers=inits, dtype=np.float32)
+
+
+@pytest.mark.parametrize(
+    "x_shape,indices,axis",
+    [
+        ((5, 3), [0, 2, 2, -1], 0),
+        ((2, 5, 3), [[1, -1], [1, 0]], 1),
+        ((2, 3, 4), [3, 0, 3], -1),
+        ((4, 3), 2, 0),
+        ((4, 3), -1, 1),
+    ],
+)
+def test_gather(x_shape, indices, axis):
+    feeds = {"x": rand(*x_shape), "i": ints(indices)}
+    check_gradient(node("Gather", ["x", "i"], axis=axis), feeds, ["x"])
+
+
+def test_gather_float32():
+    feeds = {"x": rand(5, 2), "i": ints([[4, 4], [0, -5]])}
+    check_gradient(node("Gather", ["x", "i"]), feeds, ["x"], dtype=np.float32)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_elements(axis):
+    x = rand(3, 4)
+    # (onnx's reference takes axis -1 only with indices of x's shape)
+    shape = {0: (2, 4), 1: (3, 5), -1: (3, 4)}[axis]
+    i = RNG.integers(-x.shape[axis], x.shape[axis], size=shape)
+    check_gradient(node("GatherElements", ["x", "i"], axis=axis), {"x": x, "i": ints(i)}, ["x"])
+
+
+def test_where():
+    c = np.array([[True, False, True, False]])
+    feeds = {"c": np.repeat(c, 3, axis=0), "a": rand(3, 4), "b": rand(4)}
+    check_gradient(node("Where", ["c", "a", "b"]), feeds, ["a", "b"])
+    check_gradient(node("Where", ["c", "a", "b"]), {**feeds, "a": rand(3, 1)}, ["a", "b"])
+
+
+@pytest.mark.parametrize("x_shape,shape", [((3, 1), [2, 3, 4]), ((4,), [3, 4]), ((2, 3), [2, 3]), ((1,), [1, 5])])
+def test_expand(x_shape, shape):
+    check_gradient(node("Expand", ["x", "s"]), {"x": rand(*x_shape)}, ["x"], initializers=[const("s", shape)])
+
+
+def test_cast_between_float_types():
+    # Through float32 and back: the step is large enough to survive float32
+    # rounding, and exact for the quadratic.
+    nodes = [
+        node("Cast", ["x"], ["c"], to=TensorProto.FLOAT),
+        node("Mul", ["c", "c"], ["m"]),
+        node("Cast", ["m"], ["y"], to=TensorProto.DOUBLE),
+    ]
+    check_gradient(nodes, {"x": rand(3, 4)}, ["x"], eps=1e-2)
+    nodes = [node("Cast", ["x"], ["c"], to=TensorProto.DOUBLE), node("Tanh", ["c"], ["y"])]
+    check_gradient(nodes, {"x": rand(3, 4)}, ["x"], outputs=["y"])
+
+
+def test_cast_to_integer_passes_no_gradient():
+    nodes = [
+        node("Cast", ["x"], ["i"], to=TensorProto.INT64),
+        node("Cast", ["i"], ["f"], to=TensorProto.DOUBLE),
+        node("Add", ["f", "x"], ["y"]),
+    ]
+    check_gradient(nodes, {"x": rand(3, 4, low=0.1, high=0.9) * 5}, ["x"])
+
+
+@pytest.mark.parametrize("x_shape,repeats", [((2, 3), [2, 1]), ((2, 3), [3, 2]), ((4,), [3]), ((1, 2, 2), [2, 2, 1])])
+def test_tile(x_shape, repeats):
+    check_gradient(node("Tile", ["x", "r"]), {"x": rand(*x_shape)}, ["x"], initializers=[const("r", repeats)])
+
+
+@pytest.mark.parametrize(
+    "pads,axes",
+    [([1, 0, 2, 1], None), ([0, 2, 0, 0], None), ([1, 2], [-1]), ([2, 0], [0])],
+)
+def test_pad(pads, axes):
+    inits = [const("pads", pads), numpy_helper.from_array(np.array(0.5), "v")]
+    inputs = ["x", "pads", "v"]
+    if axes is not None:
+        inits.append(const("axes", axes))
+        inputs.append("axes")
+    check_gradient(node("Pad", inputs), {"x": rand(3, 4)}, ["x"], initializers=inits)
+
+
+def test_pad_with_negative_pads_crops():
+    # onnx's reference Pad takes no negative pads, so the expected gradient is
+    # written out: the projection r lands on the elements y kept, zeros on
+    # those cropped.
+    x = rand(3, 4)
+    r = rand(2, 3)
+    grads = onyx_gradient(
+        [node("Pad", ["x", "pads"], ["p"]), node("Mul", ["p", "r"], ["y"])],
+        {"x": x},
+        ["x"],
+        [const("pads", [-1, 1, 0, -2]), numpy_helper.from_array(r, "r")],
+    )
+    expected = np.zeros_like(x)
+    expected[1:, 0:2] = r[:, 1:]
+    np.testing.assert_allclose(grads[0], expected)
+
+
+def test_pad_attributes_before_opset_11():
+    check_gradient(node("Pad", ["x"], pads=[1, 0, 0, 2], value=1.5), {"x": rand(2, 3)}, ["x"], opset=10)
+
+
+def test_pad_without_value_and_float32():
+    check_gradient(node("Pad", ["x", "pads"]), {"x": rand(2, 3)}, ["x"], initializers=[const("pads", [0, 1, 2, 0])])
+    pads = [const("pads", [1, 1, 1, 1])]
+    check_gradient(node("Pad", ["x", "pads"]), {"x": rand(2, 3)}, ["x"], initializers=pads, dtype=np.float32)
+
+
+def test_shape_and_size_pass_no_gradient():
+    # Shape and Size have no rule: their integer results reach y only through
+    # Cast (no gradient) and shape inputs (none), so they are never asked.
+    nodes = [
+        node("Shape", ["x"], ["s"]),
+        node("Size", ["x"], ["n"]),
+        node("Gather", ["s", "zero"], ["d"]),
+        node("Concat", ["d", "minus_one"], ["t"], axis=0),
+        node("Reshape", ["x", "t"], ["r"]),
+        node("Cast", ["n"], ["nf"], to=TensorProto.DOUBLE),
+        node("Mul", ["r", "nf"], ["y"]),
+    ]
+    inits = [const("zero", [0]), const("minus_one", [-1])]
+    check_gradient(nodes, {"x": rand(2, 3, 2)}, ["x"], initializers=inits)
