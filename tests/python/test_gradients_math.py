@@ -413,3 +413,71 @@ def test_shape_and_size_pass_no_gradient():
     ]
     inits = [const("zero", [0]), const("minus_one", [-1])]
     check_gradient(nodes, {"x": rand(2, 3, 2)}, ["x"], initializers=inits)
+
+
+# --- reductions ---
+
+
+def _reduce(op, axes, keepdims, opset):
+    """A reduction node and its initializers, axes as an input from opset 18
+    (13 for ReduceSum) and an attribute before."""
+    attrs = {} if keepdims is None else {"keepdims": keepdims}
+    if axes is None:
+        return node(op, ["x"], **attrs), []
+    if opset >= 18:
+        return node(op, ["x", "axes"], **attrs), [const("axes", axes)]
+    return node(op, ["x"], axes=axes, **attrs), []
+
+
+REDUCE_CASES = [(None, None), ([1], 1), ([-1], 0), ([0, 2], 0), ([0, -1], 1)]
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("axes,keepdims", REDUCE_CASES)
+@pytest.mark.parametrize("opset", [13, 18])
+def test_reduce_max_min(op, axes, keepdims, opset):
+    # Distinct values (a shuffled grid) so that every extreme is unique.
+    x = (RNG.permutation(24).reshape(2, 3, 4) - 11.5) / 10.0
+    n, inits = _reduce(op, axes, keepdims, opset)
+    check_gradient(n, {"x": x}, ["x"], initializers=inits, opset=opset)
+
+
+def test_reduce_max_ties_share_the_gradient():
+    (dx,) = onyx_gradient([node("ReduceMax", ["x"], keepdims=0)], {"x": np.array([1.0, 3.0, 3.0, 2.0])}, ["x"])
+    np.testing.assert_allclose(dx, [0.0, 0.5, 0.5, 0.0])
+
+
+def test_reduce_max_noop_with_empty_axes():
+    check_gradient(node("ReduceMax", ["x"], noop_with_empty_axes=1), {"x": rand(2, 3)}, ["x"], opset=18)
+
+
+@pytest.mark.parametrize("op", ["ReduceSumSquare", "ReduceL2", "ReduceLogSumExp"])
+@pytest.mark.parametrize("axes,keepdims", REDUCE_CASES)
+@pytest.mark.parametrize("opset", [13, 18])
+def test_smooth_reductions(op, axes, keepdims, opset):
+    n, inits = _reduce(op, axes, keepdims, opset)
+    check_gradient(n, {"x": rand(2, 3, 4)}, ["x"], initializers=inits, opset=opset)
+
+
+@pytest.mark.parametrize("op", ["ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceMax"])
+def test_reductions_float32(op):
+    x = (RNG.permutation(12).reshape(3, 4) - 5.5) / 6.0
+    axes = [const("axes", [1])]
+    check_gradient(node(op, ["x", "axes"], keepdims=0), {"x": x}, ["x"], initializers=axes, dtype=np.float32)
+
+
+# --- composition: a small MLP through several of the rules ---
+
+
+def test_mlp():
+    nodes = [
+        node("MatMul", ["x", "w1"], ["h"]),
+        node("Add", ["h", "b1"], ["hb"]),
+        node("Gelu", ["hb"], ["a"]),
+        node("Gemm", ["a", "w2", "b2"], ["z"], transB=1),
+        node("ReduceLogSumExp", ["z", "axes"], ["y"], keepdims=0),
+    ]
+    feeds = {"x": rand(3, 4), "w1": rand(4, 5), "b1": rand(5), "w2": rand(2, 5), "b2": rand(2)}
+    check_gradient(
+        nodes, feeds, ["x", "w1", "b1", "w2", "b2"], initializers=[const("axes", [1])], opset=20, eps=ERF_EPS
+    )
