@@ -281,6 +281,11 @@ int64_t GradientContext::rank(int32_t value) const {
   return i.has_shape ? static_cast<int64_t>(i.shape.size()) : -1;
 }
 
+bool GradientContext::is_float(int32_t value) const {
+  const DataType t = info(value).type.elem_type;
+  return t == DataType::kFloat || t == DataType::kDouble || t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+
 int64_t GradientContext::attr_int(const std::string& name, int64_t fallback) const {
   const graph::Attribute* a = attribute(name);
   return a == nullptr ? fallback : a->i;
