@@ -39,6 +39,10 @@ command -v node >/dev/null || need_apt+=(nodejs); [ -f /usr/include/node/node_ap
 # `onyx serve` (serving/): cpp-httplib and nlohmann-json.
 [ -f /usr/include/httplib.h ] || need_apt+=(libcpp-httplib-dev)
 [ -f /usr/include/nlohmann/json.hpp ] || need_apt+=(nlohmann-json3-dev)
+# Data-parallel training (onyx.training.distributed): OpenMPI's mpirun, and
+# its headers and mpicc for building mpi4py.
+command -v mpirun >/dev/null || need_apt+=(openmpi-bin)
+command -v mpicc >/dev/null || need_apt+=(libopenmpi-dev)
 # The C# binding (csharp/): Mono's compiler and runtime.
 { command -v mcs >/dev/null && command -v mono >/dev/null; } || need_apt+=(mono-mcs mono-runtime)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -65,8 +69,10 @@ fi
 # config); onnx also generates the backend conformance suite when
 # ../shared/onnx-backend-data is absent (scripts/make_backend_data.py).
 # tritonclient is the HTTP client the server's tests use; ray (with its data
-# and serve extras) runs onyx.ray's tests on a local cluster.
-python_packages=(numpy onnx onnxruntime nanobind scikit-build-core pytest scikit-learn skl2onnx openvino tritonclient ray)
+# and serve extras) runs onyx.ray's tests on a local cluster. mpi4py carries
+# gradients between the processes of data-parallel training.
+python_packages=(numpy onnx onnxruntime nanobind scikit-build-core pytest scikit-learn skl2onnx openvino tritonclient ray
+  mpi4py)
 # What pip installs for a name above, where it needs extras.
 declare -A install_as=([tritonclient]="tritonclient[http]" [ray]="ray[data,serve]")
 mapfile -t missing < <("$venv/bin/python" - "${python_packages[@]}" <<'EOF'
@@ -83,5 +89,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   for name in "${missing[@]}"; do to_install+=("${install_as[$name]:-$name}"); done
   echo "onyx setup: installing into $venv: ${to_install[*]}"
   "$venv/bin/python" -m pip install --disable-pip-version-check -q "${to_install[@]}"
+fi
+# PyTorch is only the reference of the training benchmark (bench/train_step.py),
+# and large: installed with --with-torch.
+if [[ " $* " == *" --with-torch "* ]] && ! "$venv/bin/python" -c 'import torch' 2>/dev/null; then
+  echo "onyx setup: installing torch into $venv (for bench/train_step.py)"
+  "$venv/bin/python" -m pip install --disable-pip-version-check -q torch
 fi
 echo "onyx setup: build tools are in place; Python packages are in $venv (source $venv/bin/activate, or call $venv/bin/python)"

@@ -167,6 +167,7 @@ namespace Onyx
         public IntPtr CopyTensors;
         public IntPtr GetSharedAllocator;
         public IntPtr SessionGetProviderOptions;
+        public IntPtr SessionGetMemoryProfile;
     }
 
     [StructLayout(LayoutKind.Sequential)]

@@ -603,6 +603,11 @@ struct OnyxApi {
   ONYX_API_STATUS(SessionGetProviderOptions, const OnyxSession* session, const char* provider_name,
                   OnyxAllocator* allocator, char*** keys, char*** values, size_t* num_keys);
 
+  /* -- Host memory the session's runs have held: the peak and current bytes
+     in use of its CPU memory arena (intermediate values and outputs not yet
+     released; weights not counted); -1 each without an arena. onyx's own. */
+  ONYX_API_STATUS(SessionGetMemoryProfile, const OnyxSession* session, int64_t* peak_bytes, int64_t* in_use_bytes);
+
   /* Members after this line were added after version 1 (none yet). */
 #ifdef ONYX_ABI_TEST_NEXT
   /* The ABI test's version 2: one function appended, as a real version 2

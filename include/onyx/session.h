@@ -117,6 +117,15 @@ class InferenceSession {
   // When profiling started (with the session), in ns since the epoch; 0 when
   // profiling is off. Profile timestamps are microseconds after it.
   int64_t profiling_start_time_ns() const;
+  // Host memory the session's runs have held: the peak and current bytes in
+  // use of its CPU memory arena (intermediate values, and outputs until the
+  // caller drops them; weights are not counted). -1 each when the session
+  // has no arena (SessionOptions::enable_cpu_mem_arena off).
+  struct MemoryProfile {
+    int64_t peak_bytes = -1;
+    int64_t in_use_bytes = -1;
+  };
+  MemoryProfile memory_profile() const;
   // The model's opset imports: domain -> version.
   const std::map<std::string, int64_t>& opsets() const;
 

@@ -435,6 +435,14 @@ class InferenceSession:
         0 when profiling is off. Profile timestamps count microseconds from it."""
         return self._sess.profiling_start_time_ns()
 
+    def get_memory_profile(self) -> dict:
+        """Host memory this session's runs have held (onyx's own): the peak and
+        current bytes in use of its CPU memory arena (intermediate values, and
+        outputs not yet released; weights not counted), -1 each without an
+        arena (``enable_cpu_mem_arena`` off)."""
+        peak, in_use = self._sess.memory_profile()
+        return {"peak_bytes": peak, "in_use_bytes": in_use}
+
     def end_profiling(self) -> str:
         return self._sess.end_profiling()
 

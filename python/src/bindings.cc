@@ -1349,6 +1349,13 @@ NB_MODULE(_onyx, m) {
       .def_prop_ro("metadata", &Session::metadata)
       .def("providers", &Session::providers)
       .def("provider_options", &Session::provider_options)
+      .def("memory_profile",
+           [](const Session& session) {
+             int64_t peak = -1;
+             int64_t in_use = -1;
+             check(g_api->SessionGetMemoryProfile(session.handle.get(), &peak, &in_use));
+             return std::make_pair(peak, in_use);
+           })
       .def("end_profiling",
            [](Session& session) {
              char* path = nullptr;

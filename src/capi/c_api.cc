@@ -1464,6 +1464,16 @@ OnyxStatus* ONYX_API_CALL GetSharedAllocator(OnyxEnv* /*env*/, const OnyxMemoryI
   ONYX_API_END
 }
 
+OnyxStatus* ONYX_API_CALL SessionGetMemoryProfile(const OnyxSession* session, int64_t* peak_bytes,
+                                                  int64_t* in_use_bytes) noexcept {
+  ONYX_API_BEGIN
+  ONYX_CHECK_ARG(session != nullptr && peak_bytes != nullptr && in_use_bytes != nullptr, "arguments must not be NULL");
+  const onyx::InferenceSession::MemoryProfile profile = session->session->memory_profile();
+  *peak_bytes = profile.peak_bytes;
+  *in_use_bytes = profile.in_use_bytes;
+  ONYX_API_END
+}
+
 OnyxStatus* ONYX_API_CALL SessionGetProviderOptions(const OnyxSession* session, const char* provider,
                                                     OnyxAllocator* allocator, char*** keys, char*** values,
                                                     size_t* num_keys) noexcept {
@@ -1702,6 +1712,7 @@ const OnyxApi kApi = {
     CopyTensors,
     GetSharedAllocator,
     SessionGetProviderOptions,
+    SessionGetMemoryProfile,
 #ifdef ONYX_ABI_TEST_NEXT
     AbiTestAppended,
 #endif

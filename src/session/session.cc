@@ -18,6 +18,7 @@
 #include "providers/testing/test_device.h"
 #include "session/executor.h"
 #include "session/memory_pattern.h"
+#include "tensor/arena.h"
 #include "session/memory_usage.h"
 #include "session/planner.h"
 #include "session/prepare.h"
@@ -480,6 +481,20 @@ Allocator* InferenceSession::allocator(const Device& device) const {
   if (device.is_cpu()) return cpu_allocator();
   const ExecutionProvider* p = impl_->provider_for(device);
   return p ? p->allocator(device.memory) : nullptr;
+}
+
+InferenceSession::MemoryProfile InferenceSession::memory_profile() const {
+  MemoryProfile profile;
+  for (const auto& p : impl_->providers) {
+    if (!p->device().is_cpu()) continue;
+    if (const auto* arena = dynamic_cast<const ArenaAllocator*>(p->allocator(MemoryType::kDefault))) {
+      const ArenaStats stats = arena->stats();
+      profile.peak_bytes = static_cast<int64_t>(stats.peak_in_use_bytes);
+      profile.in_use_bytes = static_cast<int64_t>(stats.in_use_bytes);
+      break;
+    }
+  }
+  return profile;
 }
 
 Tensor InferenceSession::copy_to(const Tensor& tensor, const Device& device) const {

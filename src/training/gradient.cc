@@ -4,6 +4,7 @@
 #include "training/gradient.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -207,11 +208,21 @@ class GradientExpander {
       recompute_.insert(id);
     }
     if (options.recompute_all) {
+      // Every cheap node on the path is recomputed, except that one in each
+      // run of sqrt(n) of them is kept: a long chain of cheap ops is then
+      // recomputed from a nearby kept value, not from the graph's inputs
+      // (which would cost time quadratic in its length).
       const std::set<std::string> keep(options.keep.begin(), options.keep.end());
       const std::unordered_set<int32_t> outputs(graph_.outputs.begin(), graph_.outputs.end());
-      for (size_t n : on_path) {
-        const Node& node = graph_.nodes[n];
-        if (costly(node) || random(node)) continue;
+      size_t run = 0;
+      const size_t every = static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(on_path.size()))));
+      for (auto it = on_path.rbegin(); it != on_path.rend(); ++it) {  // on_path runs from y back
+        const Node& node = graph_.nodes[*it];
+        if (costly(node) || random(node)) {
+          run = 0;
+          continue;
+        }
+        if (++run % (every + 1) == 0) continue;
         for (int32_t o : node.outputs) {
           if (o != kNoValue && !keep.count(graph_.value_name(o)) && !outputs.count(o)) recompute_.insert(o);
         }
@@ -268,6 +279,11 @@ const graph::TypeAndShape& GradientContext::info(int32_t value) const { return e
 int64_t GradientContext::rank(int32_t value) const {
   const graph::TypeAndShape& i = info(value);
   return i.has_shape ? static_cast<int64_t>(i.shape.size()) : -1;
+}
+
+bool GradientContext::is_float(int32_t value) const {
+  const DataType t = info(value).type.elem_type;
+  return t == DataType::kFloat || t == DataType::kDouble || t == DataType::kFloat16 || t == DataType::kBFloat16;
 }
 
 int64_t GradientContext::attr_int(const std::string& name, int64_t fallback) const {

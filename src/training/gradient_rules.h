@@ -53,6 +53,9 @@ class GradientContext {
   // type and, where known, its rank and dims. rank() is -1 when unknown.
   const graph::TypeAndShape& info(int32_t value) const;
   int64_t rank(int32_t value) const;
+  // Whether a value is a floating-point tensor: only those carry gradients
+  // (an integer exponent or a Cast to int has none).
+  bool is_float(int32_t value) const;
 
   const graph::Attribute* attribute(const std::string& name) const { return node().attribute(name); }
   int64_t attr_int(const std::string& name, int64_t fallback) const;

@@ -44,8 +44,57 @@ Status reduce_mean_grad(GradientContext& ctx) {
   return Status::ok();
 }
 
+// The gradient is shared evenly by the elements equal to the extreme (a
+// subgradient; with no ties each output's gradient goes to its arg position).
+Status reduce_max_min_grad(GradientContext& ctx) {
+  const int32_t x = ctx.input(0);
+  int32_t spread_g, spread_y;
+  ONYX_RETURN_IF_ERROR(spread_back(ctx, ctx.grad(0), &spread_g));
+  ONYX_RETURN_IF_ERROR(spread_back(ctx, ctx.output(0), &spread_y));
+  const int32_t hit = ctx.emit("CastLike", {ctx.emit("Equal", {x, spread_y}), x});
+  const int32_t axes = reduced_axes(ctx);
+  std::vector<int32_t> count_inputs = {hit};
+  if (axes != graph::kNoValue) count_inputs.push_back(axes);
+  // With noop_with_empty_axes and no axes y is x: the count is one everywhere.
+  const int32_t count =
+      ctx.emit("ReduceSum", count_inputs,
+               {graph::Attribute::make_int("keepdims", 1),
+                graph::Attribute::make_int("noop_with_empty_axes", ctx.attr_int("noop_with_empty_axes", 0))});
+  ctx.set_grad(0, ctx.emit("Div", {ctx.emit("Mul", {hit, spread_g}), count}));
+  return Status::ok();
+}
+
+Status reduce_sum_square_grad(GradientContext& ctx) {  // 2 x g
+  int32_t spread;
+  ONYX_RETURN_IF_ERROR(spread_back(ctx, ctx.grad(0), &spread));
+  const int32_t x = ctx.input(0);
+  ctx.set_grad(0, ctx.emit("Mul", {ctx.emit("Mul", {x, ctx.scalar_like(2.0, x)}), spread}));
+  return Status::ok();
+}
+
+Status reduce_l2_grad(GradientContext& ctx) {  // x g / y
+  int32_t spread;
+  ONYX_RETURN_IF_ERROR(spread_back(ctx, ctx.emit("Div", {ctx.grad(0), ctx.output(0)}), &spread));
+  ctx.set_grad(0, ctx.emit("Mul", {ctx.input(0), spread}));
+  return Status::ok();
+}
+
+Status reduce_log_sum_exp_grad(GradientContext& ctx) {  // g exp(x - y), the softmax over the reduced axes
+  int32_t spread_g, spread_y;
+  ONYX_RETURN_IF_ERROR(spread_back(ctx, ctx.grad(0), &spread_g));
+  ONYX_RETURN_IF_ERROR(spread_back(ctx, ctx.output(0), &spread_y));
+  const int32_t softmax = ctx.emit("Exp", {ctx.emit("Sub", {ctx.input(0), spread_y})});
+  ctx.set_grad(0, ctx.emit("Mul", {spread_g, softmax}));
+  return Status::ok();
+}
+
 ONYX_GRADIENT_RULE("", "ReduceSum", reduce_sum_grad);
 ONYX_GRADIENT_RULE("", "ReduceMean", reduce_mean_grad);
+ONYX_GRADIENT_RULE("", "ReduceMax", reduce_max_min_grad);
+ONYX_GRADIENT_RULE("", "ReduceMin", reduce_max_min_grad);
+ONYX_GRADIENT_RULE("", "ReduceSumSquare", reduce_sum_square_grad);
+ONYX_GRADIENT_RULE("", "ReduceL2", reduce_l2_grad);
+ONYX_GRADIENT_RULE("", "ReduceLogSumExp", reduce_log_sum_exp_grad);
 
 }  // namespace
 }  // namespace onyx::training

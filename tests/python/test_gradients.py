@@ -43,3 +43,64 @@ def test_an_op_without_a_rule_is_named():
             ["x"],
             outputs=["v"],
         )
+
+
+def _deep_chain(layers=24, batch=256, width=256):
+    """h = tanh(h * w_i + b_i), `layers` times; y = mean(h^2)."""
+    nodes, inputs, params = [], [helper.make_tensor_value_info("x", 1, [batch, width])], []
+    h = "x"
+    for i in range(layers):
+        nodes += [
+            helper.make_node("Mul", [h, f"w{i}"], [f"m{i}"]),
+            helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"]),
+            helper.make_node("Tanh", [f"a{i}"], [f"h{i}"]),
+        ]
+        h = f"h{i}"
+        params += [f"w{i}", f"b{i}"]
+        inputs += [helper.make_tensor_value_info(f"w{i}", 1, [width]), helper.make_tensor_value_info(f"b{i}", 1, [width])]
+    nodes += [
+        helper.make_node("Mul", [h, h], ["sq"]),
+        helper.make_node("ReduceMean", ["sq"], ["loss"], keepdims=0),
+        helper.make_node(
+            "Gradient", params, [p + "_grad" for p in params], domain="ai.onnx.preview.training", xs=params, y="loss"
+        ),
+    ]
+    outputs = [helper.make_tensor_value_info(n, 1, None) for n in ["loss"] + [p + "_grad" for p in params]]
+    graph = helper.make_graph(nodes, "chain", inputs, outputs)
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.preview.training", 1)]
+    )
+    rng = np.random.default_rng(1)
+    feeds = {"x": rng.standard_normal((batch, width)).astype(np.float32)}
+    for p in params:
+        low, high = (0.5, 1.5) if p[0] == "w" else (-0.1, 0.1)
+        feeds[p] = rng.uniform(low, high, size=width).astype(np.float32)
+    return model.SerializeToString(), feeds
+
+
+def _run_chain(recompute, model, feeds):
+    options = onyx.SessionOptions()
+    options.enable_mem_pattern = False
+    if recompute:
+        options.add_session_config_entry("onyx.training.recompute", recompute)
+    session = onyx.InferenceSession(model, options)
+    results = session.run(None, feeds)
+    return results, session.get_memory_profile()["peak_bytes"]
+
+
+def test_recompute_gives_the_same_gradients_in_less_memory():
+    model, feeds = _deep_chain()
+    plain, plain_peak = _run_chain(None, model, feeds)
+    for recompute in ["all", "a3,h3,h10"]:
+        again, peak = _run_chain(recompute, model, feeds)
+        for a, e in zip(again, plain):
+            np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-7)
+        assert 0 < peak < plain_peak, (recompute, peak, plain_peak)
+    _, all_peak = _run_chain("all", model, feeds)
+    assert all_peak <= 0.6 * plain_peak, (all_peak, plain_peak)
+
+
+def test_recompute_refuses_a_value_it_cannot_repeat():
+    model, feeds = _deep_chain(layers=2, batch=4, width=4)
+    with pytest.raises(Exception, match="'nope' to recompute is not the output of a node"):
+        _run_chain("nope", model, feeds)
