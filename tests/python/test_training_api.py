@@ -146,11 +146,6 @@ def test_default_requires_grad_is_every_float_initializer(tmp_path):
 def test_every_loss_matches_numpy(tmp_path, loss):
     if loss is artifacts.LossType.CrossEntropyLoss:
         pytest.skip("cross-entropy runs through the digits tests")
-    if loss is artifacts.LossType.L1Loss:
-        # L1 is relu(d) + relu(-d); the training model's session fails with
-        # "declared tensor(float) but inferred tensor(bool)" for the gradient
-        # when a Relu's output gradient comes straight from Add/ReduceMean.
-        request_xfail_if_relu_grad_is_mistyped()
     artifacts.generate_artifacts(elementwise_mlp(), requires_grad=PARAMS, loss=loss, artifact_directory=tmp_path)
     state = CheckpointState.load_checkpoint(tmp_path / "checkpoint")
     module = Module(tmp_path / "training_model.onnx", state, tmp_path / "eval_model.onnx").eval()
@@ -168,22 +163,6 @@ def test_every_loss_matches_numpy(tmp_path, loss):
     feeds = {"x": x, "target": t, **{p: state.parameters[p].data for p in PARAMS}}
     np.testing.assert_allclose(ort.InferenceSession(str(tmp_path / "eval_model.onnx")).run(None, feeds)[0], expected,
                                rtol=1e-5)
-
-
-def request_xfail_if_relu_grad_is_mistyped():
-    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("ReduceSum", ["r"], ["y"], keepdims=0),
-             helper.make_node("Gradient", ["x"], ["dx"], domain="ai.onnx.preview.training", xs=["x"], y="y")]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, []),
-                               helper.make_tensor_value_info("dx", TensorProto.FLOAT, [4])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("ai.onnx.preview.training", 1)])
-    try:
-        onyx.InferenceSession(model.SerializeToString())
-    except Exception as error:  # noqa: BLE001
-        if "inferred tensor(bool)" in str(error):
-            pytest.xfail(f"the gradient engine types Relu's gradient bool: {error}")
-        raise
 
 
 # --- the optimizer model against numpy ---

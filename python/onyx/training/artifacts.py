@@ -153,34 +153,20 @@ def _loss_nodes(loss_type: LossType, prediction: str, info, namer):
             helper.make_node("ReduceMean", [sq], [loss], keepdims=0),
         ]
     elif loss_type is LossType.L1Loss:
-        # |d| = relu(d) + relu(-d): ops that have gradient rules.
-        d, nd, p, q, a = n("diff"), n("neg_diff"), n("pos"), n("neg"), n("abs")
+        d, a = n("diff"), n("abs")
         nodes += [
             helper.make_node("Sub", [prediction, target], [d]),
-            helper.make_node("Neg", [d], [nd]),
-            helper.make_node("Relu", [d], [p]),
-            helper.make_node("Relu", [nd], [q]),
-            helper.make_node("Add", [p, q], [a]),
+            helper.make_node("Abs", [d], [a]),
             helper.make_node("ReduceMean", [a], [loss], keepdims=0),
         ]
     elif loss_type is LossType.BCEWithLogitsLoss:
-        # -(t log sigmoid(x) + (1 - t) log sigmoid(-x)), mean over elements.
-        one = n("one")
-        nx, sp, sn, lp, ln, omt, a, b, s, neg = (n(k) for k in ("neg_x", "sig", "sig_neg", "log_sig", "log_sig_neg",
-                                                               "one_minus_t", "pos_term", "neg_term", "sum", "elem"))
+        # -(t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))) = softplus(x) - t x, mean over elements.
+        sp, tx, e = n("softplus"), n("target_x"), n("elementwise")
         nodes += [
-            helper.make_node("Constant", [], [one], value=helper.make_tensor(one, elem, [], [1.0])),
-            helper.make_node("Neg", [prediction], [nx]),
-            helper.make_node("Sigmoid", [prediction], [sp]),
-            helper.make_node("Sigmoid", [nx], [sn]),
-            helper.make_node("Log", [sp], [lp]),
-            helper.make_node("Log", [sn], [ln]),
-            helper.make_node("Sub", [one, target], [omt]),
-            helper.make_node("Mul", [target, lp], [a]),
-            helper.make_node("Mul", [omt, ln], [b]),
-            helper.make_node("Add", [a, b], [s]),
-            helper.make_node("Neg", [s], [neg]),
-            helper.make_node("ReduceMean", [neg], [loss], keepdims=0),
+            helper.make_node("Softplus", [prediction], [sp]),
+            helper.make_node("Mul", [target, prediction], [tx]),
+            helper.make_node("Sub", [sp, tx], [e]),
+            helper.make_node("ReduceMean", [e], [loss], keepdims=0),
         ]
     else:  # pragma: no cover - loss_kind refuses the rest
         raise ValueError(f"generate_artifacts: unknown loss {loss_type!r}")
