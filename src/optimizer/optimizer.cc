@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -169,7 +170,14 @@ Status apply_patches(graph::Graph& graph, std::vector<Patch>& patches, const std
                      PassStatistics& stats) {
   std::vector<char> removed(graph.nodes.size(), 0);
   std::unordered_map<int32_t, int32_t> alias;
-  std::vector<graph::Node> added;
+  // A patch's new nodes take the place of the last node it removes (a patch
+  // that removes none appends them): the executor runs nodes in this order
+  // where their inputs allow, so a fused node keeps the place of what it
+  // replaces instead of moving behind everything else (which would keep
+  // values alive longer, and run a training graph's backward nodes before
+  // its forward ones).
+  std::map<size_t, std::vector<graph::Node>> added_at;  // position -> nodes
+  const size_t end = graph.nodes.size();
   for (Patch& patch : patches) {
     std::vector<int32_t> ids;
     for (Patch::NewValue& nv : patch.new_values) {
@@ -196,11 +204,13 @@ Status apply_patches(graph::Graph& graph, std::vector<Patch>& patches, const std
       if (v >= 0 && static_cast<size_t>(v) < graph.values.size()) graph.values[static_cast<size_t>(v)].info = info;
     }
     for (const auto& [from, to] : patch.replace_uses) alias[map(from)] = map(to);
+    const size_t at =
+        patch.remove_nodes.empty() ? end : *std::max_element(patch.remove_nodes.begin(), patch.remove_nodes.end());
     for (graph::Node& node : patch.add_nodes) {
       for (int32_t& in : node.inputs) in = map(in);
       for (int32_t& out : node.outputs) out = map(out);
       if (!owner.empty()) node.execution_provider = owner;
-      added.push_back(std::move(node));
+      added_at[at].push_back(std::move(node));
       ++stats.nodes_added;
     }
     ++stats.applied;
@@ -216,11 +226,13 @@ Status apply_patches(graph::Graph& graph, std::vector<Patch>& patches, const std
     return v;
   };
   std::vector<graph::Node> nodes;
-  nodes.reserve(graph.nodes.size() + added.size());
-  for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    if (!removed[n]) nodes.push_back(std::move(graph.nodes[n]));
+  nodes.reserve(graph.nodes.size() + static_cast<size_t>(stats.nodes_added));
+  for (size_t n = 0; n <= end; ++n) {
+    if (n < end && !removed[n]) nodes.push_back(std::move(graph.nodes[n]));
+    auto here = added_at.find(n);
+    if (here == added_at.end()) continue;
+    for (graph::Node& node : here->second) nodes.push_back(std::move(node));
   }
-  for (graph::Node& node : added) nodes.push_back(std::move(node));
   if (!alias.empty()) {
     for (graph::Node& node : nodes) {
       for (int32_t& in : node.inputs) {

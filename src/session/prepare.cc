@@ -30,14 +30,17 @@ std::vector<std::string> split_names(const std::string& list) {
 }
 
 // Gradient checkpointing from the session's config entries:
-// onyx.training.recompute = "all" or a comma-separated list of values, and
-// with "all", onyx.training.keep = values to keep all the same.
+// onyx.training.recompute = "all" (every activation but one in sqrt(n)),
+// "cheap" (the same, but keeping the outputs of costly ops such as MatMul and
+// Conv) or a comma-separated list of values; with "all" or "cheap",
+// onyx.training.keep = values to keep all the same.
 Result<training::GradientOptions> training_options(const SessionOptions& options) {
   training::GradientOptions gradient;
   auto recompute = options.config_entries.find("onyx.training.recompute");
   if (recompute != options.config_entries.end() && !recompute->second.empty() && recompute->second != "none") {
-    if (recompute->second == "all") {
+    if (recompute->second == "all" || recompute->second == "cheap") {
       gradient.recompute_all = true;
+      gradient.keep_costly = recompute->second == "cheap";
     } else {
       gradient.recompute = split_names(recompute->second);
     }
@@ -45,7 +48,7 @@ Result<training::GradientOptions> training_options(const SessionOptions& options
   auto keep = options.config_entries.find("onyx.training.keep");
   if (keep != options.config_entries.end()) {
     if (!gradient.recompute_all) {
-      return invalid_argument("session config entry onyx.training.keep needs onyx.training.recompute=all");
+      return invalid_argument("session config entry onyx.training.keep needs onyx.training.recompute=all or cheap");
     }
     gradient.keep = split_names(keep->second);
   }

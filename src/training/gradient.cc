@@ -210,17 +210,17 @@ class GradientExpander {
       recompute_.insert(id);
     }
     if (options.recompute_all) {
-      // Every cheap node on the path is recomputed, except that one in each
-      // run of sqrt(n) of them is kept: a long chain of cheap ops is then
-      // recomputed from a nearby kept value, not from the graph's inputs
-      // (which would cost time quadratic in its length).
+      // Every node on the path is recomputed (with keep_costly, every cheap
+      // one), except that one in each run of sqrt(n) of them is kept: a long
+      // chain is then recomputed from a nearby kept value, not from the
+      // graph's inputs (which would cost time quadratic in its length).
       const std::set<std::string> keep(options.keep.begin(), options.keep.end());
       const std::unordered_set<int32_t> outputs(graph_.outputs.begin(), graph_.outputs.end());
       size_t run = 0;
       const size_t every = static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(on_path.size()))));
       for (auto it = on_path.rbegin(); it != on_path.rend(); ++it) {  // on_path runs from y back
         const Node& node = graph_.nodes[*it];
-        if (costly(node) || random(node)) {
+        if ((options.keep_costly && costly(node)) || random(node)) {
           run = 0;
           continue;
         }

@@ -32,9 +32,11 @@ struct GradientOptions {
   // from the nearest values that are kept (not listed), just before the
   // first backward node that reads it.
   std::vector<std::string> recompute;
-  // Recompute every forward activation except those listed in keep and the
-  // outputs of ops that are costly to repeat (MatMul, Gemm, Conv, ...).
+  // Recompute every forward activation but one in each run of sqrt(n) on
+  // the path (and those listed in keep); with keep_costly, the outputs of ops
+  // that are costly to repeat (MatMul, Gemm, Conv, ...) are kept too.
   bool recompute_all = false;
+  bool keep_costly = false;
   std::vector<std::string> keep;
 };
 

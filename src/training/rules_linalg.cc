@@ -44,7 +44,15 @@ Status matmul_grad(GradientContext& ctx) {
     const int32_t da = ctx.emit("MatMul", {g, swap_last_two(ctx, b, std::max<int64_t>(b_rank, 2))});
     ctx.set_grad(0, ctx.sum_to(da, ctx.input(0)));
   }
-  if (ctx.needs_grad(1)) {
+  if (ctx.needs_grad(1) && b_rank == 2 && a_rank >= 3) {
+    // A weight matrix applied to a batch of rows (a linear layer over [N, S,
+    // K]): dB is one product over every row, A^T g with both flattened to
+    // matrices. The batched form below would make an [N, K, M] product per
+    // batch entry and then sum it away.
+    const int32_t rows_a = ctx.emit("Flatten", {a}, {graph::Attribute::make_int("axis", a_rank - 1)});
+    const int32_t rows_g = ctx.emit("Flatten", {g}, {graph::Attribute::make_int("axis", a_rank - 1)});
+    ctx.set_grad(1, ctx.emit("Gemm", {rows_a, rows_g}, {graph::Attribute::make_int("transA", 1)}));
+  } else if (ctx.needs_grad(1)) {
     int32_t db = ctx.emit("MatMul", {swap_last_two(ctx, a, std::max<int64_t>(a_rank, 2)), g});
     // (..., K, 1) for a 1-D B: drop the column axis before summing to (K).
     if (b_rank == 1) db = ctx.emit("Squeeze", {db, ctx.ints({-1})});

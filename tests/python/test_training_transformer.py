@@ -203,8 +203,8 @@ def _six_layer_training_model():
         ),
     ]
     inputs = list(model.graph.input) + [helper.make_tensor_value_info("labels", TensorProto.INT64, ["N"])]
-    inputs += [helper.make_tensor_value_info(p, TensorProto.FLOAT, None) for p in params]
     values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    inputs += [helper.make_tensor_value_info(p, TensorProto.FLOAT, values[p].shape) for p in params]
     inits = [t for t in model.graph.initializer if t.name not in params]
     outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ["loss"] + [p + "_grad" for p in params]]
     graph = helper.make_graph(nodes, "train6", inputs, outputs, initializer=inits)
@@ -216,7 +216,7 @@ def _six_layer_training_model():
     return training.SerializeToString(), feeds
 
 
-@pytest.mark.parametrize("recompute", ["all"])
+@pytest.mark.parametrize("recompute", ["all", "cheap"])
 def test_recompute_on_a_six_layer_transformer(recompute):
     model, feeds = _six_layer_training_model()
     peaks, results = [], []
@@ -231,4 +231,4 @@ def test_recompute_on_a_six_layer_transformer(recompute):
     np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-5)
     for a, e in zip(results[1][1:], results[0][1:]):
         np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-6)
-    assert peaks[1] < peaks[0], peaks
+    assert peaks[1] <= 0.6 * peaks[0], peaks

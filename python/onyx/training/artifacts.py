@@ -392,7 +392,7 @@ def generate_artifacts(
     parameters = {}
     for p in trainable + state_names:
         array = numpy_helper.to_array(initializers[p])
-        parameters[p] = np.zeros_like(array) if nominal_checkpoint else np.ascontiguousarray(array)
+        parameters[p] = np.zeros_like(array) if nominal_checkpoint else np.require(array, requirements="C")
     _checkpoint.write(
         os.path.join(folder, f"{prefix}checkpoint"), parameters, {p: p in trainable for p in parameters}, None, {}
     )

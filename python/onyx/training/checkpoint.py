@@ -50,7 +50,7 @@ def write(path, parameters, requires_grad, optimizer, properties) -> None:
 
     def place(array: np.ndarray) -> dict:
         nonlocal offset
-        array = np.ascontiguousarray(array)
+        array = np.require(array, requirements="C")  # keeps 0-d arrays 0-d, as ascontiguousarray does not
         if array.dtype.byteorder == ">":
             array = array.astype(array.dtype.newbyteorder("<"))
         entry = {"dtype": array.dtype.str, "shape": list(array.shape), "offset": offset, "nbytes": array.nbytes}
