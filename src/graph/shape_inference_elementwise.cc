@@ -122,7 +122,12 @@ Status cast_like(InferenceContext& ctx) {
   return Status::ok();
 }
 
-Status where(InferenceContext& ctx) { return broadcast_inputs(ctx, ctx.input_type(1)); }
+// The result takes X's or Y's type, never the condition's (bool), whichever
+// of the two is known.
+Status where(InferenceContext& ctx) {
+  const DataType x = ctx.input_type(1);
+  return broadcast_inputs(ctx, x != DataType::kUndefined ? x : ctx.input_type(2));
+}
 
 Status bool_same_shape(InferenceContext& ctx) {
   ctx.set_output(0, DataType::kBool, ctx.input_shape(0));

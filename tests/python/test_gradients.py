@@ -152,3 +152,14 @@ def test_recompute_refuses_a_value_it_cannot_repeat():
     model, feeds = _deep_chain(layers=2, batch=4, width=4)
     with pytest.raises(Exception, match="'nope' to recompute is not the output of a node"):
         _run_chain("nope", model, feeds)
+
+
+def test_gradient_reaching_a_relu_from_a_reduction_keeps_its_type():
+    # The seed's type reaches the Relu rule's Where only at run time (its
+    # producers are internal ops): Where's inference must not take the
+    # condition's bool for the result.
+    check_gradient(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("ReduceSum", ["r"], ["y"], keepdims=0)],
+        {"x": rand(4, 3)},
+        ["x"],
+    )
