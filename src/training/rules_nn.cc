@@ -1,7 +1,8 @@
 // Gradient rules of neural-network ops: softmax, convolutions, pooling,
-// normalizations, dropout and attention. Convolution and windowed pooling
+// normalizations, dropout and attention (opset 23). Convolution and windowed pooling
 // use kernels of src/providers/cpu/training/; the rest is written with
 // ai.onnx ops.
+#include <limits>
 #include <numeric>
 
 #include "training/gradient_rules.h"
@@ -263,6 +264,129 @@ Status dropout_grad(GradientContext& ctx) {
   return Status::ok();
 }
 
+// --- attention ---
+
+// Attention (opset 23) without a KV cache or softcap, 3-D or 4-D: the
+// probabilities P = softmax(scale * Q K^T + mask) are recomputed, then
+//   dV = P^T dY,  dS = P * (dP - sum(dP * P)) with dP = dY V^T,
+//   dQ = scale * dS K,  dK = scale * dS^T Q,  d(float mask) = dS.
+// Grouped KV heads are repeated for the products and their gradients summed
+// back per KV head.
+class AttentionGrad {
+ public:
+  explicit AttentionGrad(GradientContext& ctx) : ctx_(ctx) {}
+
+  Status run() {
+    if (ctx_.input(4) != kNoValue || ctx_.input(5) != kNoValue || ctx_.attr_float("softcap", 0.0f) != 0.0f ||
+        ctx_.grad(3) != kNoValue) {
+      return not_implemented("Gradient: ", ctx_.label(),
+                             ": Attention with past keys/values, softcap or the qk_matmul_output output");
+    }
+    const int32_t q = ctx_.input(0), k = ctx_.input(1), v = ctx_.input(2), mask = ctx_.input(3);
+    const int64_t rank = ctx_.rank(q);
+    if (rank != 3 && rank != 4) return not_implemented("Gradient: ", ctx_.label(), ": Q of unknown rank");
+    three_d_ = rank == 3;
+    int64_t q_heads = ctx_.attr_int("q_num_heads", 0), kv_heads = ctx_.attr_int("kv_num_heads", 0);
+    if (!three_d_) {
+      q_heads = static_dim(q, 1);
+      kv_heads = static_dim(k, 1);
+    }
+    if (q_heads > 0 && kv_heads > 0 && q_heads % kv_heads == 0) groups_ = q_heads / kv_heads;
+    const int32_t q4 = heads(q, q_heads), k4 = heads(k, kv_heads), v4 = heads(v, kv_heads);
+    const int32_t ke = repeat(k4), ve = repeat(v4);
+    // The scale: the attribute, else 1 / sqrt(head size).
+    int32_t scale;
+    if (ctx_.attribute("scale") != nullptr) {
+      scale = ctx_.scalar_like(ctx_.attr_float("scale", 1.0f), q);
+    } else {
+      const int32_t size = ctx_.emit("Shape", {q4}, {Attribute::make_int("start", 3), Attribute::make_int("end", 4)});
+      scale = ctx_.emit("Reciprocal", {ctx_.emit("Sqrt", {ctx_.emit("CastLike", {size, q})})});
+    }
+    int32_t s = ctx_.emit("Mul", {ctx_.emit("MatMul", {q4, transposed(ke)}), scale});
+    if (mask != kNoValue) {
+      const bool boolean = ctx_.info(mask).type.elem_type == DataType::kBool;
+      s = ctx_.emit("Add", {s, boolean ? ctx_.emit("Where", {mask, zero(), minus_inf()}) : mask});
+    }
+    if (ctx_.attr_int("is_causal", 0) != 0) {
+      // Query i sees keys j <= i: a lower triangle of the score's last two dims.
+      const int32_t dims = ctx_.emit("Shape", {s}, {Attribute::make_int("start", -2)});
+      const int32_t ones = ctx_.emit("ConstantOfShape", {dims},
+                                     {Attribute::make_tensor("value", Tensor::from_vector<bool>({true}, {1}))});
+      const int32_t lower = ctx_.emit(
+          "Trilu", {ctx_.emit("Cast", {ones}, {Attribute::make_int("to", static_cast<int64_t>(DataType::kInt32))})},
+          {Attribute::make_int("upper", 0)});
+      const int32_t seen =
+          ctx_.emit("Cast", {lower}, {Attribute::make_int("to", static_cast<int64_t>(DataType::kBool))});
+      s = ctx_.emit("Add", {s, ctx_.emit("Where", {seen, zero(), minus_inf()})});
+    }
+    const int32_t p = ctx_.emit("Softmax", {s}, {Attribute::make_int("axis", -1)});
+    const int32_t dy = heads(ctx_.grad(0), q_heads);
+    if (ctx_.needs_grad(2)) ctx_.set_grad(2, unheads(reduce_groups(ctx_.emit("MatMul", {transposed(p), dy}))));
+    const int32_t dp = ctx_.emit("MatMul", {dy, transposed(ve)});
+    const int32_t dot = reduce(ctx_, "ReduceSum", ctx_.emit("Mul", {dp, p}), {-1}, true);
+    const int32_t ds = ctx_.emit("Mul", {p, ctx_.emit("Sub", {dp, dot})});
+    if (ctx_.needs_grad(0)) ctx_.set_grad(0, unheads(ctx_.emit("Mul", {ctx_.emit("MatMul", {ds, ke}), scale})));
+    if (ctx_.needs_grad(1)) {
+      const int32_t dk = ctx_.emit("Mul", {ctx_.emit("MatMul", {transposed(ds), q4}), scale});
+      ctx_.set_grad(1, unheads(reduce_groups(dk)));
+    }
+    if (mask != kNoValue && ctx_.needs_grad(3)) ctx_.set_grad(3, ctx_.sum_to(ds, mask));
+    // Without a cache, present_key and present_value are K and V (4-D).
+    if (ctx_.grad(1) != kNoValue) ctx_.set_grad(1, unheads(ctx_.grad(1)));
+    if (ctx_.grad(2) != kNoValue) ctx_.set_grad(2, unheads(ctx_.grad(2)));
+    return Status::ok();
+  }
+
+ private:
+  int64_t static_dim(int32_t value, size_t d) const {
+    const graph::TypeAndShape& i = ctx_.info(value);
+    if (!i.has_shape || i.shape.size() <= d) return 0;
+    return i.shape[d].is_known() ? i.shape[d].value : 0;
+  }
+  int32_t zero() { return ctx_.scalar_like(0.0, ctx_.input(0)); }
+  int32_t minus_inf() { return ctx_.scalar_like(-std::numeric_limits<double>::infinity(), ctx_.input(0)); }
+  int32_t transposed(int32_t x) { return ctx_.emit("Transpose", {x}, {Attribute::make_ints("perm", {0, 1, 3, 2})}); }
+  // (B, S, H * D) -> (B, H, S, D) for 3-D inputs.
+  int32_t heads(int32_t x, int64_t count) {
+    if (!three_d_) return x;
+    const int32_t split = ctx_.emit("Reshape", {x, ctx_.ints({0, 0, count, -1})});
+    return ctx_.emit("Transpose", {split}, {Attribute::make_ints("perm", {0, 2, 1, 3})});
+  }
+  // The inverse of heads().
+  int32_t unheads(int32_t x) {
+    if (!three_d_) return x;
+    const int32_t t = ctx_.emit("Transpose", {x}, {Attribute::make_ints("perm", {0, 2, 1, 3})});
+    return ctx_.emit("Reshape", {t, ctx_.ints({0, 0, -1})});
+  }
+  // (B, Hkv, L, D) -> (B, Hkv * groups, L, D), each KV head repeated for its query heads.
+  int32_t repeat(int32_t x) {
+    if (groups_ == 1) return x;
+    const int32_t shape = ctx_.shape_of(x);
+    const int32_t wide = ctx_.emit("Unsqueeze", {x, ctx_.ints({2})});
+    const int32_t expanded = ctx_.emit("Expand", {wide, dims(shape, {ctx_.ints({1, groups_})})});
+    return ctx_.emit("Reshape", {expanded, dims(shape, {ctx_.ints({-1})})});
+  }
+  // The inverse of repeat() for gradients: the query heads of a KV head summed.
+  int32_t reduce_groups(int32_t x) {
+    if (groups_ == 1) return x;
+    const int32_t split = ctx_.emit("Reshape", {x, dims(ctx_.shape_of(x), {ctx_.ints({-1, groups_})})});
+    return reduce(ctx_, "ReduceSum", split, {2}, false);
+  }
+  // A 4-D shape's batch dim, then `middle`, then its last two dims.
+  int32_t dims(int32_t shape, std::vector<int32_t> middle) {
+    std::vector<int32_t> parts = {ctx_.emit("Slice", {shape, ctx_.ints({0}), ctx_.ints({1})})};
+    parts.insert(parts.end(), middle.begin(), middle.end());
+    parts.push_back(ctx_.emit("Slice", {shape, ctx_.ints({2}), ctx_.ints({4})}));
+    return ctx_.emit("Concat", parts, {Attribute::make_int("axis", 0)});
+  }
+
+  GradientContext& ctx_;
+  bool three_d_ = false;
+  int64_t groups_ = 1;
+};
+
+Status attention_grad(GradientContext& ctx) { return AttentionGrad(ctx).run(); }
+
 ONYX_GRADIENT_RULE("", "Softmax", softmax_grad);
 ONYX_GRADIENT_RULE("", "LogSoftmax", log_softmax_grad);
 ONYX_GRADIENT_RULE("", "Conv", conv_grad);
@@ -275,6 +399,7 @@ ONYX_GRADIENT_RULE("", "BatchNormalization", batch_norm_grad);
 ONYX_GRADIENT_RULE("", "InstanceNormalization", instance_norm_grad);
 ONYX_GRADIENT_RULE("", "LayerNormalization", layer_norm_grad);
 ONYX_GRADIENT_RULE("", "Dropout", dropout_grad);
+ONYX_GRADIENT_RULE("", "Attention", attention_grad);
 
 }  // namespace
 }  // namespace onyx::training

@@ -356,3 +356,37 @@ def test_dropout_training_with_ratio_zero_is_checked_by_finite_differences():
     node = helper.make_node("Dropout", ["x", "r", "t"], ["y", "mask"])
     feeds = {"x": rand(3, 4), "r": np.array(0.0), "t": np.array(True)}
     check_gradient(node, feeds, ["x"], outputs=["y"])
+
+
+# --- attention (opset 23) ---
+
+
+@pytest.mark.parametrize("causal", [0, 1])
+@pytest.mark.parametrize("mask", [None, "bool", "float"])
+def test_attention_4d(causal, mask):
+    feeds = {"q": rand(2, 2, 3, 4), "k": rand(2, 2, 3, 4), "v": rand(2, 2, 3, 5)}
+    inputs = ["q", "k", "v"]
+    wrt = ["q", "k", "v"]
+    if mask == "bool":
+        m = RNG.uniform(size=(3, 3)) > 0.3
+        m[:, 0] = True  # every query sees a key
+        feeds["m"] = m
+        inputs.append("m")
+    elif mask == "float":
+        feeds["m"] = rand(2, 1, 3, 3)
+        inputs.append("m")
+        wrt.append("m")
+    node = helper.make_node("Attention", inputs, ["y"], is_causal=causal)
+    check_gradient(node, feeds, wrt, opset=23)
+
+
+def test_attention_3d_grouped_heads_and_scale():
+    feeds = {"q": rand(2, 3, 4 * 2), "k": rand(2, 4, 2 * 2), "v": rand(2, 4, 2 * 3)}
+    node = helper.make_node("Attention", ["q", "k", "v"], ["y"], q_num_heads=4, kv_num_heads=2, scale=0.7)
+    check_gradient(node, feeds, ["q", "k", "v"], opset=23)
+
+
+def test_attention_4d_grouped_heads_causal_and_present_outputs():
+    feeds = {"q": rand(2, 4, 3, 2), "k": rand(2, 2, 3, 2), "v": rand(2, 2, 3, 2)}
+    node = helper.make_node("Attention", ["q", "k", "v"], ["y", "pk", "pv"], is_causal=1)
+    check_gradient(node, feeds, ["q", "k", "v"], opset=23)
