@@ -164,6 +164,8 @@ class GradientExpander {
     out_.push_back(std::move(node));
     return result;
   }
+  // Sets the outputs of the node emitted last (kNoValue for omitted ones).
+  void omit_outputs(const std::vector<int32_t>& outputs) { out_.back().outputs = outputs; }
   int32_t add_output(size_t n, size_t o) {
     Node& node = graph_.nodes[n];
     if (node.outputs.size() <= o) node.outputs.resize(o + 1, kNoValue);
@@ -322,6 +324,17 @@ int32_t GradientContext::emit(const std::string& op, std::vector<int32_t> inputs
 std::vector<int32_t> GradientContext::emit_n(const std::string& op, std::vector<int32_t> inputs, size_t outputs,
                                              std::vector<graph::Attribute> attrs, const std::string& domain) {
   return expander_.emit_node(op, std::move(inputs), outputs, std::move(attrs), domain);
+}
+
+std::vector<int32_t> GradientContext::emit_some(const std::string& op, std::vector<int32_t> inputs,
+                                                const std::vector<bool>& wanted, std::vector<graph::Attribute> attrs,
+                                                const std::string& domain) {
+  std::vector<int32_t> outputs = expander_.emit_node(op, std::move(inputs), wanted.size(), std::move(attrs), domain);
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    if (!wanted[i]) outputs[i] = kNoValue;
+  }
+  expander_.omit_outputs(outputs);
+  return outputs;
 }
 
 int32_t GradientContext::scalar_like(double value, int32_t like) {

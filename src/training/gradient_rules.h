@@ -71,6 +71,11 @@ class GradientContext {
   // Emits one backward node with `outputs` outputs.
   std::vector<int32_t> emit_n(const std::string& op, std::vector<int32_t> inputs, size_t outputs,
                               std::vector<graph::Attribute> attrs = {}, const std::string& domain = "");
+  // Emits one backward node whose output i exists only where wanted[i], so a
+  // kernel that computes several gradients skips those no input needs; the
+  // omitted outputs are returned as kNoValue.
+  std::vector<int32_t> emit_some(const std::string& op, std::vector<int32_t> inputs, const std::vector<bool>& wanted,
+                                 std::vector<graph::Attribute> attrs = {}, const std::string& domain = "");
   // A scalar of `like`'s element type.
   int32_t scalar_like(double value, int32_t like);
   // A tensor of `like`'s shape and type filled with value.

@@ -18,97 +18,14 @@
 #include "providers/cpu/nn/conv_depthwise.h"
 #include "providers/cpu/nn/conv_winograd.h"
 #include "providers/cpu/nn/fused_kernels.h"
+#include "providers/cpu/nn/im2col.h"
 #include "providers/cpu/nn/nn_util.h"
 
 namespace onyx::cpu {
 namespace {
 
+using nn::im2col;
 using nn::Window;
-
-// Writes the (channels * kernel_size) x output_size column matrix of one image
-// and group: row (c, kernel offset), column output position; zero where the
-// window reads padding. `x` points at the group's first channel.
-template <typename T>
-void im2col(const T* x, int64_t channels, const Window& w, T* col, ThreadPool* pool) {
-  const int64_t in_size = w.input_size();
-  const int64_t out_size = w.output_size();
-  const int64_t kernel_size = w.kernel_size();
-  const size_t rank = w.rank();
-  if (rank <= 2) {
-    // 1-D is 2-D with a height of 1.
-    const int64_t ih_n = rank == 2 ? w.input[0] : 1, iw_n = w.input[rank - 1];
-    const int64_t oh_n = rank == 2 ? w.output[0] : 1, ow_n = w.output[rank - 1];
-    const int64_t kw_n = w.kernel[rank - 1];
-    const int64_t sh = rank == 2 ? w.strides[0] : 1, sw = w.strides[rank - 1];
-    const int64_t dh = rank == 2 ? w.dilations[0] : 1, dw = w.dilations[rank - 1];
-    const int64_t ph = rank == 2 ? w.pads[0] : 0, pw = w.pads[rank - 1];
-    parallel_for(pool, channels * kernel_size, static_cast<double>(out_size), [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        const int64_t c = row / kernel_size;
-        const int64_t kh = (row % kernel_size) / kw_n;
-        const int64_t kw = row % kw_n;
-        const T* xc = x + c * in_size;
-        T* dst = col + row * out_size;
-        for (int64_t oh = 0; oh < oh_n; ++oh) {
-          const int64_t ih = oh * sh - ph + kh * dh;
-          T* out = dst + oh * ow_n;
-          if (ih < 0 || ih >= ih_n) {
-            std::fill(out, out + ow_n, T(0));
-            continue;
-          }
-          const T* xrow = xc + ih * iw_n;
-          const int64_t iw0 = kw * dw - pw;
-          if (sw == 1) {
-            // Valid output columns are those with 0 <= ow + iw0 < iw_n.
-            const int64_t lo = std::clamp<int64_t>(-iw0, 0, ow_n);
-            const int64_t hi = std::clamp<int64_t>(iw_n - iw0, lo, ow_n);
-            std::fill(out, out + lo, T(0));
-            std::memcpy(out + lo, xrow + lo + iw0, static_cast<size_t>(hi - lo) * sizeof(T));
-            std::fill(out + hi, out + ow_n, T(0));
-          } else {
-            for (int64_t ow = 0; ow < ow_n; ++ow) {
-              const int64_t iw = ow * sw + iw0;
-              out[ow] = (iw >= 0 && iw < iw_n) ? xrow[iw] : T(0);
-            }
-          }
-        }
-      }
-    });
-    return;
-  }
-  // Any spatial rank: walk kernel and output positions as mixed-radix counters.
-  parallel_for(pool, channels * kernel_size, static_cast<double>(out_size * rank), [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> koff(rank), opos(rank);
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t c = row / kernel_size;
-      int64_t rest = row % kernel_size;
-      for (size_t d = rank; d-- > 0;) {
-        koff[d] = rest % w.kernel[d];
-        rest /= w.kernel[d];
-      }
-      const T* xc = x + c * in_size;
-      T* dst = col + row * out_size;
-      std::fill(opos.begin(), opos.end(), 0);
-      for (int64_t o = 0; o < out_size; ++o) {
-        int64_t offset = 0;
-        bool inside = true;
-        for (size_t d = 0; d < rank; ++d) {
-          const int64_t i = opos[d] * w.strides[d] - w.pads[d] + koff[d] * w.dilations[d];
-          if (i < 0 || i >= w.input[d]) {
-            inside = false;
-            break;
-          }
-          offset = offset * w.input[d] + i;
-        }
-        dst[o] = inside ? xc[offset] : T(0);
-        for (size_t d = rank; d-- > 0;) {
-          if (++opos[d] < w.output[d]) break;
-          opos[d] = 0;
-        }
-      }
-    }
-  });
-}
 
 // Y = conv(X, W) + B for one element type that has a GEMM (float, double).
 template <typename T>

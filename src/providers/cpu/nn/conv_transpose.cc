@@ -7,52 +7,16 @@
 
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/gemm/sgemm.h"
+#include "providers/cpu/nn/im2col.h"
 #include "providers/cpu/nn/nn_util.h"
 
 namespace onyx::cpu {
 namespace {
 
-// The resolved geometry: input/output spatial sizes, kernel, strides,
-// dilations and the begin pads (the end pads only shape the output).
-struct Geometry {
-  std::vector<int64_t> input, output, kernel, strides, dilations, pads_begin;
-};
-
-// Adds col ((channels * kernel) x input positions) into y (channels x output positions).
-template <typename T>
-void col2im(const T* col, int64_t channels, const Geometry& g, T* y) {
-  const size_t rank = g.input.size();
-  const int64_t in_size = shape_size(g.input), out_size = shape_size(g.output), k_size = shape_size(g.kernel);
-  std::vector<int64_t> koff(rank), ipos(rank);
-  for (int64_t row = 0; row < channels * k_size; ++row) {
-    const int64_t c = row / k_size;
-    int64_t rest = row % k_size;
-    for (size_t d = rank; d-- > 0;) {
-      koff[d] = rest % g.kernel[d];
-      rest /= g.kernel[d];
-    }
-    const T* src = col + row * in_size;
-    T* yc = y + c * out_size;
-    std::fill(ipos.begin(), ipos.end(), 0);
-    for (int64_t i = 0; i < in_size; ++i) {
-      int64_t offset = 0;
-      bool inside = true;
-      for (size_t d = 0; d < rank; ++d) {
-        const int64_t o = ipos[d] * g.strides[d] - g.pads_begin[d] + koff[d] * g.dilations[d];
-        if (o < 0 || o >= g.output[d]) {
-          inside = false;
-          break;
-        }
-        offset = offset * g.output[d] + o;
-      }
-      if (inside) yc[offset] += src[i];
-      for (size_t d = rank; d-- > 0;) {
-        if (++ipos[d] < g.input[d]) break;
-        ipos[d] = 0;
-      }
-    }
-  }
-}
+using nn::col2im;
+using nn::col2im_chunk;
+using nn::Geometry;
+using nn::Plane2D;
 
 template <typename T>
 void transpose_convolve(const T* x, const T* w, const T* bias, T* y, int64_t batch, int64_t in_channels,
@@ -82,46 +46,6 @@ void transpose_convolve(const T* x, const T* w, const T* bias, T* y, int64_t bat
 // packed (once, at kernel creation, when W is constant), then a col2im of the
 // chunk whose inner loop is a unit-stride add when the stride across is 1,
 // parallel over output channels (whose outputs do not overlap).
-struct Plane2D {
-  int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
-  explicit Plane2D(const Geometry& g) {
-    const size_t r = g.input.size();
-    const bool two = r == 2;
-    ih = two ? g.input[0] : 1, oh = two ? g.output[0] : 1, kh = two ? g.kernel[0] : 1;
-    sh = two ? g.strides[0] : 1, dh = two ? g.dilations[0] : 1, ph = two ? g.pads_begin[0] : 0;
-    iw = g.input[r - 1], ow = g.output[r - 1], kw = g.kernel[r - 1];
-    sw = g.strides[r - 1], dw = g.dilations[r - 1], pw = g.pads_begin[r - 1];
-  }
-};
-
-// Adds col rows of channels [c0, c1) (each kh*kw rows of (r1 - r0) * iw
-// floats: input rows r0..r1) into y (channels x oh x ow).
-void col2im_chunk(const float* col, int64_t c0, int64_t c1, const Plane2D& p, int64_t r0, int64_t r1, float* y) {
-  const int64_t width = (r1 - r0) * p.iw, out_size = p.oh * p.ow;
-  for (int64_t c = c0; c < c1; ++c) {
-    float* yc = y + c * out_size;
-    for (int64_t a = 0; a < p.kh; ++a)
-      for (int64_t b = 0; b < p.kw; ++b) {
-        const float* src = col + ((c * p.kh + a) * p.kw + b) * width;
-        const int64_t shift = b * p.dw - p.pw;  // output column = iw * sw + shift
-        // Input columns whose output column is inside [0, ow).
-        const int64_t lo = shift >= 0 ? 0 : std::min(p.iw, (-shift + p.sw - 1) / p.sw);
-        const int64_t hi = std::max(lo, std::min(p.iw, (p.ow - shift + p.sw - 1) / p.sw));
-        for (int64_t i = r0; i < r1; ++i) {
-          const int64_t o = i * p.sh - p.ph + a * p.dh;
-          if (o < 0 || o >= p.oh) continue;
-          const float* s_row = src + (i - r0) * p.iw;
-          float* y_row = yc + o * p.ow + shift;
-          if (p.sw == 1) {
-            for (int64_t j = lo; j < hi; ++j) y_row[j] += s_row[j];
-          } else {
-            for (int64_t j = lo; j < hi; ++j) y_row[j * p.sw] += s_row[j];
-          }
-        }
-      }
-  }
-}
-
 void transpose_convolve_float(const float* x, const std::vector<PackedMatrix>& packed_wt, const float* bias, float* y,
                               int64_t batch, int64_t in_channels, int64_t out_channels, int64_t group,
                               const Geometry& geo, ThreadPool* pool) {

@@ -135,6 +135,42 @@ inline Result<Window> resolve_window(const std::string& label, const WindowAttri
   return w;
 }
 
+// A window padded out to exactly three spatial dims.
+struct Window3 {
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+};
+
+inline Window3 to_3d(const nn::Window& w) {
+  Window3 g;
+  const size_t r = w.rank();
+  for (size_t i = 0; i < 3; ++i) {
+    const bool real = i >= 3 - r;
+    const size_t j = real ? i - (3 - r) : 0;
+    g.in[i] = real ? w.input[j] : 1;
+    g.out[i] = real ? w.output[j] : 1;
+    g.k[i] = real ? w.kernel[j] : 1;
+    g.s[i] = real ? w.strides[j] : 1;
+    g.d[i] = real ? w.dilations[j] : 1;
+    g.pb[i] = real ? w.pads[j] : 0;
+    g.pe[i] = real ? w.pads[j + r] : 0;
+  }
+  return g;
+}
+
+// The positions of the window starting at (sd, sh, sw) inside [-pad_begin,
+// in + pad_end): AveragePool's divisor with count_include_pad, which counts
+// explicit padding but not the extra room ceil_mode adds.
+inline int64_t padded_window_count(const Window3& g, int64_t sd, int64_t sh, int64_t sw) {
+  const int64_t start[3] = {sd, sh, sw};
+  int64_t count = 1;
+  for (int i = 0; i < 3; ++i) {
+    int64_t n = 0;
+    for (int64_t kk = 0; kk < g.k[i]; ++kk) n += (start[i] + kk * g.d[i] < g.in[i] + g.pe[i]) ? 1 : 0;
+    count *= n;
+  }
+  return count;
+}
+
 // Converts a float16/bfloat16/double tensor to a new float tensor.
 template <typename T>
 Tensor to_float(const Tensor& t) {

@@ -17,27 +17,9 @@ namespace {
 
 enum class PoolKind { kMax, kAverage, kLp };
 
-// A window padded out to exactly three spatial dims.
-struct Window3 {
-  int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
-};
-
-Window3 to_3d(const nn::Window& w) {
-  Window3 g;
-  const size_t r = w.rank();
-  for (size_t i = 0; i < 3; ++i) {
-    const bool real = i >= 3 - r;
-    const size_t j = real ? i - (3 - r) : 0;
-    g.in[i] = real ? w.input[j] : 1;
-    g.out[i] = real ? w.output[j] : 1;
-    g.k[i] = real ? w.kernel[j] : 1;
-    g.s[i] = real ? w.strides[j] : 1;
-    g.d[i] = real ? w.dilations[j] : 1;
-    g.pb[i] = real ? w.pads[j] : 0;
-    g.pe[i] = real ? w.pads[j + r] : 0;
-  }
-  return g;
-}
+using nn::padded_window_count;
+using nn::to_3d;
+using nn::Window3;
 
 // Pools one plane. For kMax, `indices` (may be null) receives the flat input
 // index (row-major, or column-major over the spatial dims when col_major).
@@ -54,16 +36,7 @@ void pool_plane(PoolKind kind, const T* x, T* y, int64_t* indices, int64_t index
         int64_t best_index = -1;
         double sum = 0.0;
         int64_t valid = 0, padded = 1;
-        if (count_include_pad) {
-          // Window positions inside [-pad_begin, in + pad_end): the spec counts
-          // explicit padding but not the extra room ceil_mode adds.
-          const int64_t start[3] = {sd, sh, sw};
-          for (int i = 0; i < 3; ++i) {
-            int64_t n = 0;
-            for (int64_t kk = 0; kk < g.k[i]; ++kk) n += (start[i] + kk * g.d[i] < g.in[i] + g.pe[i]) ? 1 : 0;
-            padded *= n;
-          }
-        }
+        if (count_include_pad) padded = padded_window_count(g, sd, sh, sw);
         for (int64_t kd = 0; kd < g.k[0]; ++kd) {
           const int64_t id = sd + kd * g.d[0];
           if (id < 0 || id >= g.in[0]) continue;
