@@ -108,12 +108,13 @@ def as_input(kind: str, x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x.reshape(-1, 1, 8, 8)) if kind == "cnn" else x
 
 
-def make_artifacts(kind: str, folder: str, seed: int = 0, optimizer=artifacts.OptimType.AdamW) -> None:
+def make_artifacts(kind: str, folder: str, seed: int = 0, optimizer=artifacts.OptimType.AdamW,
+                   loss=artifacts.LossType.CrossEntropyLoss) -> None:
     model = build_cnn(seed) if kind == "cnn" else build_mlp(seed)
     artifacts.generate_artifacts(
         model,
         requires_grad=[t.name for t in model.graph.initializer],
-        loss=artifacts.LossType.CrossEntropyLoss,
+        loss=loss,
         optimizer=optimizer,
         artifact_directory=folder,
         additional_output_names=["logits"],
