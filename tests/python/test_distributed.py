@@ -35,10 +35,15 @@ def _mpirun(out, *args, timeout=180):
 
 
 @pytest.fixture(scope="module")
-def single(tmp_path_factory):
+def single_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("single")
     subprocess.run([sys.executable, SCRIPT, "--single", "--out", str(out)], env=_env(), check=True, timeout=180)
-    return dict(np.load(out / "weights.npz"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def single(single_run):
+    return dict(np.load(single_run / "weights.npz"))
 
 
 @pytest.mark.parametrize("zero", [0, 1])
@@ -72,3 +77,17 @@ def test_a_rank_that_raises_aborts_the_others(tmp_path):
     assert run.returncode != 0
     assert "rank 1 failed on purpose" in run.stdout + run.stderr
     assert not (tmp_path / "weights.npz").exists()
+
+
+def test_zero1_checkpoint_holds_the_whole_optimizer_state(single_run, tmp_path):
+    from onyx.training import CheckpointState
+
+    run = _mpirun(tmp_path, "--zero", "1")
+    assert run.returncode == 0, run.stdout + run.stderr
+    sharded = CheckpointState.load_checkpoint(str(tmp_path / "checkpoint"))._optimizer
+    whole = CheckpointState.load_checkpoint(str(single_run / "checkpoint"))._optimizer
+    assert sharded["step"] == whole["step"] == 20
+    assert sorted(sharded["states"]) == sorted(whole["states"])
+    for name, moments in whole["states"].items():
+        for key, expected in moments.items():
+            np.testing.assert_allclose(sharded["states"][name][key], expected, rtol=1e-5, atol=1e-8, err_msg=name + key)

@@ -4,8 +4,8 @@ under mpirun), or with --single the whole run in one process.
 Trains a small MLP on the digits data for STEPS steps: in each step the
 global batch of 2*B rows is split between the ranks (rank r takes rows
 r*B/N..), so N ranks with batch B/N each take the same steps as one process
-with batch B. Rank 0 (or the single process) writes the final weights, and
-each rank its optimizer-state bytes, into OUT.
+with batch B. Rank 0 (or the single process) writes the final weights and a checkpoint
+with the optimizer state, and each rank its optimizer-state bytes, into OUT.
 """
 
 import argparse
@@ -97,7 +97,10 @@ def main():
         module(x[rows], y[rows])
         optimizer.step()
         module.lazy_reset_grad()
+    if not args.single and args.zero:
+        optimizer.gather_optimizer_state()  # every rank: a collective
     if rank == 0:
+        CheckpointState.save_checkpoint(state, os.path.join(args.out, "checkpoint"), include_optimizer_state=True)
         np.savez(os.path.join(args.out, "weights.npz"), **{n: state.parameters[n].data for n in state.parameters})
     if not args.single:
         with open(os.path.join(args.out, f"optimizer_bytes{rank}.txt"), "w") as f:
