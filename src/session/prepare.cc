@@ -69,8 +69,10 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
   // A training graph (one with a Gradient node) runs ops without a gradient
   // rule through their function bodies, whose ops have rules.
   bool differentiates = false;
-  for (const auto& node : model.graph->node) {
-    differentiates = differentiates || (node.op_type == "Gradient" && node.domain == "ai.onnx.preview.training");
+  if (model.graph != nullptr) {  // a model without a graph is refused by build_graph below
+    for (const auto& node : model.graph->node) {
+      differentiates = differentiates || (node.op_type == "Gradient" && node.domain == "ai.onnx.preview.training");
+    }
   }
   limits.expand_schema_function = [&](const std::string& domain, const std::string& op_type, int version) {
     if (prefer_bodies) return true;
