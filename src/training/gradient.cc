@@ -276,10 +276,10 @@ void GradientContext::set_grad(size_t i, int32_t gradient) {
   if (i < n.inputs.size()) expander_.add(n.inputs[i], gradient);
 }
 
-const graph::TypeAndShape& GradientContext::info(int32_t value) const { return expander_.info(value); }
+graph::TypeAndShape GradientContext::info(int32_t value) const { return expander_.info(value); }
 
 int64_t GradientContext::rank(int32_t value) const {
-  const graph::TypeAndShape& i = info(value);
+  const graph::TypeAndShape i = info(value);
   return i.has_shape ? static_cast<int64_t>(i.shape.size()) : -1;
 }
 

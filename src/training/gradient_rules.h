@@ -51,7 +51,8 @@ class GradientContext {
 
   // What shape inference (run before expansion) knows of a value: its element
   // type and, where known, its rank and dims. rank() is -1 when unknown.
-  const graph::TypeAndShape& info(int32_t value) const;
+  // A copy: emitting nodes adds values, which may move the graph's own.
+  graph::TypeAndShape info(int32_t value) const;
   int64_t rank(int32_t value) const;
   // Whether a value is a floating-point tensor: only those carry gradients
   // (an integer exponent or a Cast to int has none).

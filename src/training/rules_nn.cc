@@ -339,7 +339,7 @@ class AttentionGrad {
 
  private:
   int64_t static_dim(int32_t value, size_t d) const {
-    const graph::TypeAndShape& i = ctx_.info(value);
+    const graph::TypeAndShape i = ctx_.info(value);
     if (!i.has_shape || i.shape.size() <= d) return 0;
     return i.shape[d].is_known() ? i.shape[d].value : 0;
   }
