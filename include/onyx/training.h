@@ -10,7 +10,7 @@
 //
 // The artifacts come from onyx.training.artifacts.generate_artifacts; a
 // checkpoint saved here loads in Python and the other way round
-// (docs/training.md describes both formats). Every error is an onyx::Error
+// (python/onyx/training/checkpoint.py describes the file). Every error is an onyx::Error
 // whose message names the file and what is wrong with it.
 #pragma once
 

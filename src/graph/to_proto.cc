@@ -124,7 +124,9 @@ model::GraphProto graph_to_proto(const Graph& graph) {
   }
   for (size_t id = 0; id < graph.values.size(); ++id) {
     const ValueEntry& v = graph.values[id];
-    if (v.producer >= 0 && v.info.type.kind != ValueType::Kind::kUnknown) p.value_info.push_back(value_info_to_proto(v));
+    if (v.producer >= 0 && v.info.type.kind != ValueType::Kind::kUnknown) {
+      p.value_info.push_back(value_info_to_proto(v));
+    }
   }
   return p;
 }

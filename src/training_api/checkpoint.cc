@@ -29,10 +29,10 @@ struct NumpyType {
 // Little-endian, as checkpoint.py writes every array; one-byte types have no
 // byte order ("|").
 constexpr NumpyType kNumpyTypes[] = {
-    {DataType::kFloat, "<f4"},     {DataType::kDouble, "<f8"},     {DataType::kFloat16, "<f2"},
-    {DataType::kInt8, "|i1"},      {DataType::kUInt8, "|u1"},      {DataType::kBool, "|b1"},
-    {DataType::kInt16, "<i2"},     {DataType::kUInt16, "<u2"},     {DataType::kInt32, "<i4"},
-    {DataType::kUInt32, "<u4"},    {DataType::kInt64, "<i8"},      {DataType::kUInt64, "<u8"},
+    {DataType::kFloat, "<f4"},     {DataType::kDouble, "<f8"},      {DataType::kFloat16, "<f2"},
+    {DataType::kInt8, "|i1"},      {DataType::kUInt8, "|u1"},       {DataType::kBool, "|b1"},
+    {DataType::kInt16, "<i2"},     {DataType::kUInt16, "<u2"},      {DataType::kInt32, "<i4"},
+    {DataType::kUInt32, "<u4"},    {DataType::kInt64, "<i8"},       {DataType::kUInt64, "<u8"},
     {DataType::kComplex64, "<c8"}, {DataType::kComplex128, "<c16"},
 };
 
@@ -161,8 +161,8 @@ Result<training::CheckpointState> read_checkpoint(const std::string& path) {
   }
   const uint64_t version = get_le(prefix + 8, 4);
   if (version != kVersion) {
-    return invalid_model("'", path, "' is an onyx checkpoint of format version ", version,
-                         "; this onyx reads version ", kVersion);
+    return invalid_model("'", path, "' is an onyx checkpoint of format version ", version, "; this onyx reads version ",
+                         kVersion);
   }
   const uint64_t header_bytes = get_le(prefix + 16, 8);
   if (header_bytes > file_size - kPrefixBytes) {
@@ -184,8 +184,7 @@ Result<training::CheckpointState> read_checkpoint(const std::string& path) {
   }
 }
 
-Status write_checkpoint(const training::CheckpointState& state, const std::string& path,
-                        bool include_optimizer_state) {
+Status write_checkpoint(const training::CheckpointState& state, const std::string& path, bool include_optimizer_state) {
   std::vector<std::pair<uint64_t, const Tensor*>> blobs;
   uint64_t offset = 0;
   Status bad_type;
@@ -348,8 +347,9 @@ OptimizerState& CheckpointState::optimizer_state() {
 
 const OptimizerState& CheckpointState::optimizer_state() const {
   if (!optimizer_) {
-    throw Error(invalid_argument("the checkpoint has no optimizer state (no Optimizer has run on it, and the file "
-                                 "was saved without include_optimizer_state)"));
+    throw Error(
+        invalid_argument("the checkpoint has no optimizer state (no Optimizer has run on it, and the file "
+                         "was saved without include_optimizer_state)"));
   }
   return *optimizer_;
 }

@@ -27,8 +27,7 @@ std::string numpy_dtype(DataType type);
 DataType dtype_from_numpy(const std::string& dtype);
 
 Result<training::CheckpointState> read_checkpoint(const std::string& path);
-Status write_checkpoint(const training::CheckpointState& state, const std::string& path,
-                        bool include_optimizer_state);
+Status write_checkpoint(const training::CheckpointState& state, const std::string& path, bool include_optimizer_state);
 
 // Writes a file through `fill` into a temporary name beside `path`, syncs it
 // and renames it over `path` (then syncs the folder), so a process killed

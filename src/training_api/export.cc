@@ -48,14 +48,14 @@ std::map<std::string, model::ValueInfoProto> value_infos(const model::ModelProto
 
 }  // namespace
 
-void Module::export_model_for_inferencing(const std::string& path,
-                                          const std::vector<std::string>& output_names) const {
+void Module::export_model_for_inferencing(const std::string& path, const std::vector<std::string>& output_names) const {
   if (output_names.empty()) {
     throw Error(invalid_argument("export_model_for_inferencing needs at least one graph output name"));
   }
   const Impl::Mode& mode = impl_->eval ? *impl_->eval : impl_->train;
   Result<model::ModelProto> read = model::read_model_file(mode.path);
-  if (!read.is_ok()) throw Error(Status(read.status().code(), str_cat("cannot read '", mode.path, "': ", read.status().message())));
+  if (!read.is_ok())
+    throw Error(Status(read.status().code(), str_cat("cannot read '", mode.path, "': ", read.status().message())));
   const model::ModelProto& source = read.value();
   const model::GraphProto& graph = *source.graph;
   const training_api::TrainingMetadata& meta = mode.meta;
@@ -71,8 +71,8 @@ void Module::export_model_for_inferencing(const std::string& path,
   for (const model::TensorProto& t : graph.initializer) inits.insert(t.name);
   for (const std::string& name : output_names) {
     if (!produced.count(name) && !inputs.count(name) && !inits.count(name)) {
-      throw Error(invalid_argument("export_model_for_inferencing: '", name, "' is not a value of the model '",
-                                   mode.path, "'"));
+      throw Error(
+          invalid_argument("export_model_for_inferencing: '", name, "' is not a value of the model '", mode.path, "'"));
     }
     if (name == meta.loss) {
       throw Error(invalid_argument("export_model_for_inferencing: '", name, "' is the loss, which needs the target"));
@@ -122,14 +122,15 @@ void Module::export_model_for_inferencing(const std::string& path,
     if (needed.count(i.name) && !param_set.count(i.name)) out_graph->input.push_back(i);
   }
   if (needed.count(meta.target)) {
-    throw Error(invalid_argument("export_model_for_inferencing: the outputs depend on the loss target '",
-                                 meta.target, "'"));
+    throw Error(
+        invalid_argument("export_model_for_inferencing: the outputs depend on the loss target '", meta.target, "'"));
   }
   for (const model::TensorProto& t : graph.initializer) {
     if (needed.count(t.name)) out_graph->initializer.push_back(t);
   }
   for (const std::string& name : params) {
-    if (needed.count(name)) out_graph->initializer.push_back(model::tensor_to_proto(impl_->state->parameter(name).data, name));
+    if (needed.count(name))
+      out_graph->initializer.push_back(model::tensor_to_proto(impl_->state->parameter(name).data, name));
   }
   const std::map<std::string, model::ValueInfoProto> infos = value_infos(source);
   for (const std::string& name : output_names) {
@@ -157,9 +158,8 @@ void Module::export_model_for_inferencing(const std::string& path,
     if (p.key != training_api::kMetadataKey) out.metadata_props.push_back(p);
   }
   const std::string bytes = model::serialize_model(out);
-  throw_if_error(training_api::replace_file(path, [&](std::FILE* f) {
-    return std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  }));
+  throw_if_error(training_api::replace_file(
+      path, [&](std::FILE* f) { return std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size(); }));
 }
 
 }  // namespace onyx::training

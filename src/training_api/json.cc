@@ -9,13 +9,20 @@ namespace onyx::training_api {
 
 const char* json_kind_name(Json::Kind kind) {
   switch (kind) {
-    case Json::Kind::kNull: return "null";
-    case Json::Kind::kBool: return "a bool";
-    case Json::Kind::kInt: return "an integer";
-    case Json::Kind::kDouble: return "a number";
-    case Json::Kind::kString: return "a string";
-    case Json::Kind::kArray: return "an array";
-    case Json::Kind::kObject: return "an object";
+    case Json::Kind::kNull:
+      return "null";
+    case Json::Kind::kBool:
+      return "a bool";
+    case Json::Kind::kInt:
+      return "an integer";
+    case Json::Kind::kDouble:
+      return "a number";
+    case Json::Kind::kString:
+      return "a string";
+    case Json::Kind::kArray:
+      return "an array";
+    case Json::Kind::kObject:
+      return "an object";
   }
   return "?";
 }
@@ -284,14 +291,30 @@ class Parser {
       if (at_end()) return error("unterminated string");
       const char e = text_[pos_++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           uint32_t code;
           ONYX_RETURN_IF_ERROR(parse_hex4(code));
@@ -307,7 +330,9 @@ class Parser {
           append_utf8(out, code);
           break;
         }
-        default: pos_ -= 2; return error(str_cat("unknown escape '\\", e, "'"));
+        default:
+          pos_ -= 2;
+          return error(str_cat("unknown escape '\\", e, "'"));
       }
     }
   }
@@ -435,14 +460,29 @@ Status write_string(const std::string& s, std::string& out) {
     uint32_t code;
     if (!next_code_point(s, i, code)) return invalid_argument("JSON: a string that is not UTF-8 at byte ", i);
     switch (code) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      default:
+        break;
     }
     if (code >= 0x20 && code < 0x7f) {
       out += static_cast<char>(code);
@@ -461,14 +501,21 @@ Status write_string(const std::string& s, std::string& out) {
 
 Status write_value(const Json& value, std::string& out) {
   switch (value.kind()) {
-    case Json::Kind::kNull: out += "null"; break;
-    case Json::Kind::kBool: out += value.as_bool() ? "true" : "false"; break;
-    case Json::Kind::kInt: out += std::to_string(value.as_int()); break;
+    case Json::Kind::kNull:
+      out += "null";
+      break;
+    case Json::Kind::kBool:
+      out += value.as_bool() ? "true" : "false";
+      break;
+    case Json::Kind::kInt:
+      out += std::to_string(value.as_int());
+      break;
     case Json::Kind::kDouble:
       if (!std::isfinite(value.as_double())) return invalid_argument("JSON: cannot write ", value.as_double());
       out += python_float_repr(value.as_double());
       break;
-    case Json::Kind::kString: return write_string(value.as_string(), out);
+    case Json::Kind::kString:
+      return write_string(value.as_string(), out);
     case Json::Kind::kArray: {
       out += '[';
       const char* separator = "";

@@ -23,15 +23,15 @@ class Json {
   using Array = std::vector<Json>;
   using Object = std::vector<std::pair<std::string, Json>>;
 
-  Json() = default;  // null
-  Json(bool value) : kind_(Kind::kBool), bool_(value) {}                // NOLINT: a JSON value of any type
-  Json(int value) : kind_(Kind::kInt), int_(value) {}                   // NOLINT
-  Json(int64_t value) : kind_(Kind::kInt), int_(value) {}               // NOLINT
-  Json(double value) : kind_(Kind::kDouble), double_(value) {}          // NOLINT
+  Json() = default;                                                             // null
+  Json(bool value) : kind_(Kind::kBool), bool_(value) {}                        // NOLINT: a JSON value of any type
+  Json(int value) : kind_(Kind::kInt), int_(value) {}                           // NOLINT
+  Json(int64_t value) : kind_(Kind::kInt), int_(value) {}                       // NOLINT
+  Json(double value) : kind_(Kind::kDouble), double_(value) {}                  // NOLINT
   Json(std::string value) : kind_(Kind::kString), string_(std::move(value)) {}  // NOLINT
-  Json(const char* value) : Json(std::string(value)) {}                 // NOLINT
-  Json(Array value) : kind_(Kind::kArray), array_(std::move(value)) {}  // NOLINT
-  Json(Object value) : kind_(Kind::kObject), object_(std::move(value)) {}  // NOLINT
+  Json(const char* value) : Json(std::string(value)) {}                         // NOLINT
+  Json(Array value) : kind_(Kind::kArray), array_(std::move(value)) {}          // NOLINT
+  Json(Object value) : kind_(Kind::kObject), object_(std::move(value)) {}       // NOLINT
   static Json array() { return Json(Array{}); }
   static Json object() { return Json(Object{}); }
 

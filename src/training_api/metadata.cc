@@ -14,7 +14,8 @@ Result<Json> metadata_json(const std::map<std::string, std::string>& properties,
                          "' metadata)");
   }
   Result<Json> json = parse_json(it->second);
-  if (!json.is_ok()) return invalid_model("'", path, "' has malformed '", kMetadataKey, "' metadata: ", json.status().message());
+  if (!json.is_ok())
+    return invalid_model("'", path, "' has malformed '", kMetadataKey, "' metadata: ", json.status().message());
   return json;
 }
 

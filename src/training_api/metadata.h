@@ -20,8 +20,8 @@ struct TrainingMetadata {
   std::string loss;
   std::string target;
   std::vector<std::string> user_outputs;
-  std::vector<std::string> parameters;  // trainable, in checkpoint order
-  std::vector<std::string> state;       // updated by the training model, not trained
+  std::vector<std::string> parameters;                             // trainable, in checkpoint order
+  std::vector<std::string> state;                                  // updated by the training model, not trained
   std::vector<std::pair<std::string, std::string>> gradients;      // parameter -> its gradient output
   std::vector<std::pair<std::string, std::string>> state_updates;  // output -> the state it updates
 };

@@ -62,8 +62,8 @@ Module::Impl::Mode open_mode(const std::string& path, const std::string& what, c
   Module::Impl::Mode mode;
   mode.path = model_path(path, what);
   mode.session = open_session(mode.path, options);
-  mode.meta = value_or_throw(
-      training_api::training_metadata(mode.session->metadata().custom_metadata_map, mode.path, kind));
+  mode.meta =
+      value_or_throw(training_api::training_metadata(mode.session->metadata().custom_metadata_map, mode.path, kind));
   mode.io = io_of(*mode.session, mode.meta);
   return mode;
 }
@@ -72,14 +72,14 @@ template <typename T>
 void add_elements(Tensor& sum, const Tensor& addend) {
   T* out = sum.data<T>();
   const T* in = addend.data<T>();
-  for (int64_t i = 0; i < sum.size(); ++i) out[i] = static_cast<T>(static_cast<float>(out[i]) + static_cast<float>(in[i]));
+  for (int64_t i = 0; i < sum.size(); ++i)
+    out[i] = static_cast<T>(static_cast<float>(out[i]) + static_cast<float>(in[i]));
 }
 
 // sum += addend, element type by element type as numpy adds them.
 void accumulate(Tensor& sum, const Tensor& addend, const std::string& param) {
   if (sum.dtype() != addend.dtype() || sum.shape() != addend.shape()) {
-    throw Error(runtime_error("the gradient of '", param, "' was ", sum.describe(), " and is now ",
-                              addend.describe()));
+    throw Error(runtime_error("the gradient of '", param, "' was ", sum.describe(), " and is now ", addend.describe()));
   }
   switch (sum.dtype()) {
     case DataType::kFloat: {
@@ -94,8 +94,12 @@ void accumulate(Tensor& sum, const Tensor& addend, const std::string& param) {
       for (int64_t i = 0; i < sum.size(); ++i) out[i] += in[i];
       break;
     }
-    case DataType::kFloat16: add_elements<Float16>(sum, addend); break;
-    case DataType::kBFloat16: add_elements<BFloat16>(sum, addend); break;
+    case DataType::kFloat16:
+      add_elements<Float16>(sum, addend);
+      break;
+    case DataType::kBFloat16:
+      add_elements<BFloat16>(sum, addend);
+      break;
     default:
       throw Error(not_implemented("cannot accumulate the ", dtype_name(sum.dtype()), " gradient of '", param, "'"));
   }
@@ -136,7 +140,8 @@ Module::Module(const std::string& train_model_path, CheckpointState& state, cons
     for (const std::string& name : *names) {
       if (!state.has_parameter(name)) {
         throw Error(invalid_argument("the checkpoint has no parameter '", name, "', which the training model '",
-                                     impl_->train.path, "' takes: were the model and the checkpoint written together?"));
+                                     impl_->train.path,
+                                     "' takes: were the model and the checkpoint written together?"));
       }
     }
   }
@@ -191,7 +196,8 @@ Module& Module::train(bool mode) {
 }
 
 Module& Module::eval() {
-  if (!impl_->eval) throw Error(invalid_argument("Module::eval(): the module has no eval model (pass eval_model_path)"));
+  if (!impl_->eval)
+    throw Error(invalid_argument("Module::eval(): the module has no eval model (pass eval_model_path)"));
   return train(false);
 }
 
@@ -259,8 +265,8 @@ void Optimizer::step() {
   for (const std::string& p : impl_->meta.parameters) {
     auto grad = state.grads_.find(p);
     if (state.grad_reset_ || grad == state.grads_.end()) {
-      throw Error(invalid_argument("Optimizer::step(): no gradient for '", p,
-                                   "'; run a training step (module(...)) first"));
+      throw Error(
+          invalid_argument("Optimizer::step(): no gradient for '", p, "'; run a training step (module(...)) first"));
     }
     feeds.emplace_back(p, state.parameter(p).data);
     feeds.emplace_back(p + "_grad", grad->second);
@@ -293,7 +299,8 @@ LinearLRScheduler::LinearLRScheduler(Optimizer& optimizer, int64_t warmup_step_c
 // The same operations in the same order as Python's, so the rates are the
 // same doubles.
 double LinearLRScheduler::rate(int64_t count) const {
-  if (count < warmup_) return initial_ * static_cast<double>(count) / static_cast<double>(std::max<int64_t>(1, warmup_));
+  if (count < warmup_)
+    return initial_ * static_cast<double>(count) / static_cast<double>(std::max<int64_t>(1, warmup_));
   const double left = static_cast<double>(total_ - count) / static_cast<double>(std::max<int64_t>(1, total_ - warmup_));
   return initial_ * std::max(0.0, left);
 }

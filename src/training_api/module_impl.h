@@ -20,7 +20,7 @@ struct Module::Impl {
     std::vector<std::string> user_outputs;
     std::vector<std::pair<std::string, std::string>> grads;    // gradient output -> parameter
     std::vector<std::pair<std::string, std::string>> updates;  // output -> state it updates
-    std::vector<std::string> run_outputs;  // user outputs, gradients, updates
+    std::vector<std::string> run_outputs;                      // user outputs, gradients, updates
   };
   // One mode's model.
   struct Mode {

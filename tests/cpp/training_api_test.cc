@@ -6,8 +6,8 @@
 
 #include <cmath>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 
 #include "model_builder.h"
 #include "onyx/session.h"
@@ -65,9 +65,10 @@ TEST(TrainingApiJson, RoundTripsInPythonsFormat) {
 
 TEST(TrainingApiJson, WritesFloatsAsPythonsRepr) {
   const std::vector<std::pair<double, std::string>> cases = {
-      {0.001, "0.001"},       {1e-4, "0.0001"},         {1e-5, "1e-05"},      {0.1, "0.1"},
-      {100.0, "100.0"},       {1e15, "1000000000000000.0"}, {1e16, "1e+16"}, {-1.5e-7, "-1.5e-07"},
-      {123456789012345678.0, "1.2345678901234568e+17"}, {-0.0, "-0.0"}, {2.5, "2.5"}, {1.0 / 3, "0.3333333333333333"},
+      {0.001, "0.001"}, {1e-4, "0.0001"},      {1e-5, "1e-05"},
+      {0.1, "0.1"},     {100.0, "100.0"},      {1e15, "1000000000000000.0"},
+      {1e16, "1e+16"},  {-1.5e-7, "-1.5e-07"}, {123456789012345678.0, "1.2345678901234568e+17"},
+      {-0.0, "-0.0"},   {2.5, "2.5"},          {1.0 / 3, "0.3333333333333333"},
   };
   for (const auto& [value, expected] : cases) EXPECT_EQ(to_json(Json(value)).value(), expected);
   EXPECT_FALSE(to_json(Json(std::nan(""))).is_ok());
@@ -139,8 +140,7 @@ TEST(TrainingApiCheckpoint, RoundTrips) {
   EXPECT_EQ(loaded.parameter("b").data.rank(), 0);
   EXPECT_EQ(loaded.optimizer_state().step, 3);
   EXPECT_EQ(loaded.optimizer_state().learning_rate, 0.001);
-  EXPECT_EQ(values<float>(*loaded.optimizer_state().find("w", "exp_avg_sq")),
-            (std::vector<float>{6, 5, 4, 3, 2, 1}));
+  EXPECT_EQ(values<float>(*loaded.optimizer_state().find("w", "exp_avg_sq")), (std::vector<float>{6, 5, 4, 3, 2, 1}));
   EXPECT_EQ(std::get<int64_t>(loaded.property("epoch")), 4);
   EXPECT_EQ(std::get<double>(loaded.property("best")), 0.5);
   EXPECT_EQ(std::get<std::string>(loaded.property("note")), "caf\xc3\xa9 \"ok\"");
@@ -229,9 +229,10 @@ model::ModelProto linear_model(bool training, bool with_metadata = true) {
   b.proto().graph->name = training ? "linear_training" : "linear_eval";
   if (with_metadata) {
     b.proto().metadata_props.push_back(
-        {"onyx.training", "{\"kind\": \"training\", \"loss\": \"loss\", \"target\": \"t\", \"user_outputs\": "
-                          "[\"loss\", \"y\"], \"parameters\": [\"w\"], \"state\": [], \"gradients\": " +
-                              gradients + ", \"state_updates\": {}}"});
+        {"onyx.training",
+         "{\"kind\": \"training\", \"loss\": \"loss\", \"target\": \"t\", \"user_outputs\": "
+         "[\"loss\", \"y\"], \"parameters\": [\"w\"], \"state\": [], \"gradients\": " +
+             gradients + ", \"state_updates\": {}}"});
   }
   return b.proto();
 }
@@ -242,9 +243,9 @@ model::ModelProto sgd_model() {
   b.input("learning_rate", {}).input("step", {}, 7).input("w", {2}).input("w_grad", {2});
   b.node("Mul", {"learning_rate", "w_grad"}, {"w.delta"}).node("Sub", {"w", "w.delta"}, {"w.updated"});
   b.output("w.updated", {2});
-  b.proto().metadata_props.push_back(
-      {"onyx.training", "{\"kind\": \"optimizer\", \"parameters\": [\"w\"], \"states\": [], "
-                        "\"default_learning_rate\": 0.001}"});
+  b.proto().metadata_props.push_back({"onyx.training",
+                                      "{\"kind\": \"optimizer\", \"parameters\": [\"w\"], \"states\": [], "
+                                      "\"default_learning_rate\": 0.001}"});
   return b.proto();
 }
 
@@ -331,17 +332,16 @@ TEST_F(TrainingApiModule, ErrorsNameTheFileAndTheProblem) {
             "Module train model: no model file at '" + missing + "'");
   const std::string plain = save_model("plain.onnx", linear_model(false, false));
   EXPECT_EQ(error_of([&] { training::Module(plain, state_); }),
-            "'" + plain + "' is not a training model written by onyx.training.artifacts.generate_artifacts (no "
-            "'onyx.training' metadata)");
+            "'" + plain +
+                "' is not a training model written by onyx.training.artifacts.generate_artifacts (no "
+                "'onyx.training' metadata)");
   training::Module module(train_, state_);
-  EXPECT_EQ(error_of([&] { module({batch()[0]}); }),
-            "Module takes 2 inputs (x, t) for '" + train_ + "', got 1");
+  EXPECT_EQ(error_of([&] { module({batch()[0]}); }), "Module takes 2 inputs (x, t) for '" + train_ + "', got 1");
   EXPECT_NE(error_of([&] { module.eval(); }).find("no eval model"), std::string::npos);
   CheckpointState empty;
   EXPECT_NE(error_of([&] { training::Module(train_, empty); }).find("the checkpoint has no parameter 'w'"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { training::Optimizer(plain, module); }).find("is not a optimizer model"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { training::Optimizer(plain, module); }).find("is not a optimizer model"), std::string::npos);
 }
 
 }  // namespace
