@@ -13,6 +13,7 @@ declare -A allowed=(
   [optimizer]="optimizer graph model tensor common"
   [providers]="providers optimizer training graph model tensor common"
   [session]="session providers optimizer training graph model tensor common"
+  [training_api]="training_api session providers optimizer training graph model tensor common"
   [capi]="capi session providers optimizer training graph model tensor common"
 )
 status=0

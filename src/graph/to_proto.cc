@@ -38,7 +38,9 @@ model::TypeProto type_to_proto(const ValueType& type) {
   return p;
 }
 
-model::ValueInfoProto value_info(const ValueEntry& v) {
+}  // namespace
+
+model::ValueInfoProto value_info_to_proto(const ValueEntry& v) {
   model::ValueInfoProto p;
   p.name = v.name;
   if (v.info.type.kind == ValueType::Kind::kUnknown) return p;
@@ -56,6 +58,8 @@ model::ValueInfoProto value_info(const ValueEntry& v) {
   }
   return p;
 }
+
+namespace {
 
 model::GraphProto graph_to_proto(const Graph& graph);
 
@@ -103,8 +107,8 @@ model::AttributeProto attribute_to_proto(const Attribute& a) {
 model::GraphProto graph_to_proto(const Graph& graph) {
   model::GraphProto p;
   p.name = graph.name;
-  for (int32_t id : graph.inputs) p.input.push_back(value_info(graph.values[static_cast<size_t>(id)]));
-  for (int32_t id : graph.outputs) p.output.push_back(value_info(graph.values[static_cast<size_t>(id)]));
+  for (int32_t id : graph.inputs) p.input.push_back(value_info_to_proto(graph.values[static_cast<size_t>(id)]));
+  for (int32_t id : graph.outputs) p.output.push_back(value_info_to_proto(graph.values[static_cast<size_t>(id)]));
   for (const auto& [id, tensor] : graph.initializers) {
     p.initializer.push_back(model::tensor_to_proto(tensor, graph.value_name(id)));
   }
@@ -120,7 +124,9 @@ model::GraphProto graph_to_proto(const Graph& graph) {
   }
   for (size_t id = 0; id < graph.values.size(); ++id) {
     const ValueEntry& v = graph.values[id];
-    if (v.producer >= 0 && v.info.type.kind != ValueType::Kind::kUnknown) p.value_info.push_back(value_info(v));
+    if (v.producer >= 0 && v.info.type.kind != ValueType::Kind::kUnknown) {
+      p.value_info.push_back(value_info_to_proto(v));
+    }
   }
   return p;
 }

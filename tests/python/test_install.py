@@ -56,6 +56,7 @@ def test_install_layout(prefix):
     lib = library_dir(prefix)
     assert (prefix / "include" / "onyx" / "onyx_c_api.h").is_file()
     assert (prefix / "include" / "onyx" / "onyx_cxx_api.h").is_file()
+    assert (prefix / "include" / "onyx" / "training.h").is_file()
     assert (lib / "cmake" / "onyx" / "onyxConfig.cmake").is_file()
     assert (lib / "cmake" / "onyx" / "onyxConfigVersion.cmake").is_file()
     assert (lib / "pkgconfig" / "onyx.pc").is_file()
