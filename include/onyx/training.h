@@ -10,8 +10,8 @@
 //
 // The artifacts come from onyx.training.artifacts.generate_artifacts; a
 // checkpoint saved here loads in Python and the other way round
-// (python/onyx/training/checkpoint.py describes the file). Every error is an onyx::Error
-// whose message names the file and what is wrong with it.
+// (docs/training.md describes the files). Every error is an onyx::Error whose
+// message names the file and what is wrong with it.
 #pragma once
 
 #include <cstdint>
