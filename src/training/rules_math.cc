@@ -46,9 +46,7 @@ Status identity_grad(GradientContext& ctx) {
 }
 
 Status relu_grad(GradientContext& ctx) {  // g where x > 0
-  const int32_t x = ctx.input(0);
-  const int32_t zero = ctx.scalar_like(0.0, x);
-  ctx.set_grad(0, ctx.emit("Where", {ctx.emit("Greater", {x, zero}), ctx.grad(0), zero}));
+  ctx.set_grad(0, ctx.emit("ReluGrad", {ctx.grad(0), ctx.input(0)}, {}, kInternalDomain));
   return Status::ok();
 }
 

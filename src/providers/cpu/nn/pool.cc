@@ -76,6 +76,49 @@ void pool_plane(PoolKind kind, const T* x, T* y, int64_t* indices, int64_t index
       }
 }
 
+// Max pooling of one 1-D/2-D plane with unit dilations that also gives the
+// flat index of each maximum (row-major), as a training graph's MaxPool does:
+// the window is clamped to the plane once per output, so the inner loop has
+// no bounds checks. The first maximum in row-major order wins, as in
+// pool_plane. Not inlined: inside the kernel's lambda the compiler ran out of
+// registers and kept the loop counters in memory (4x slower).
+template <typename T>
+[[gnu::noinline]] void max_pool_plane_2d_indices(const T* x, T* y, int64_t* indices, int64_t index_base,
+                                                 const Window3& g) {
+  using C = compute_t<T>;
+  const int64_t height = g.in[1], width = g.in[2];
+  int64_t o = 0;
+  for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+    const int64_t sh = oh * g.s[1] - g.pb[1];
+    const int64_t h0 = std::max<int64_t>(sh, 0), h1 = std::min<int64_t>(sh + g.k[1], height);
+    for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+      const int64_t sw = ow * g.s[2] - g.pb[2];
+      const int64_t w0 = std::max<int64_t>(sw, 0), w1 = std::min<int64_t>(sw + g.k[2], width);
+      if (h0 >= h1 || w0 >= w1) {  // a window wholly in the padding
+        y[o] = static_cast<T>(std::numeric_limits<C>::lowest());
+        indices[o] = index_base;
+        continue;
+      }
+      // Starts from the window's first element; the selects below compile
+      // to conditional moves (maxima fall at random places, so a branch
+      // would mispredict often).
+      C best = static_cast<C>(x[h0 * width + w0]);
+      int64_t at = h0 * width + w0;
+      for (int64_t h = h0; h < h1; ++h) {
+        const T* row = x + h * width;
+        for (int64_t w = w0; w < w1; ++w) {
+          const C v = static_cast<C>(row[w]);
+          const bool better = v > best;
+          best = better ? v : best;
+          at = better ? h * width + w : at;
+        }
+      }
+      y[o] = static_cast<T>(best);
+      indices[o] = index_base + at;
+    }
+  }
+}
+
 // Float max or average pooling of one 1-D/2-D plane with unit dilations: per
 // output row, first the rows of the window are combined column by column (a
 // vector loop), then each output takes its columns from that one row. For
@@ -171,8 +214,8 @@ class PoolKernel : public Kernel {
       } else {
         const T* xp = x->data<T>();
         T* yp = y.data<T>();
+        const bool two_d = g.in[0] == 1 && g.d[1] == 1 && g.d[2] == 1;  // 1-D or 2-D, unit dilations
         if constexpr (std::is_same_v<T, float>) {
-          const bool two_d = g.in[0] == 1 && g.d[1] == 1 && g.d[2] == 1;
           if (two_d && (kind_ == PoolKind::kAverage || (kind_ == PoolKind::kMax && indices == nullptr))) {
             parallel_for(ctx.thread_pool(), planes, static_cast<double>(out_size * w.kernel_size()),
                          [&](int64_t begin, int64_t end) {
@@ -184,6 +227,16 @@ class PoolKernel : public Kernel {
                          });
             return Status::ok();
           }
+        }
+        if (kind_ == PoolKind::kMax && indices != nullptr && two_d && !col_major_) {
+          parallel_for(ctx.thread_pool(), planes, static_cast<double>(out_size * w.kernel_size()),
+                       [&](int64_t begin, int64_t end) {
+                         for (int64_t plane = begin; plane < end; ++plane) {
+                           max_pool_plane_2d_indices<T>(xp + plane * in_size, yp + plane * out_size,
+                                                        indices + plane * out_size, plane * in_size, g);
+                         }
+                       });
+          return Status::ok();
         }
         parallel_for(ctx.thread_pool(), planes, static_cast<double>(out_size * w.kernel_size()),
                      [&](int64_t begin, int64_t end) {
