@@ -170,12 +170,14 @@ Status apply_patches(graph::Graph& graph, std::vector<Patch>& patches, const std
                      PassStatistics& stats) {
   std::vector<char> removed(graph.nodes.size(), 0);
   std::unordered_map<int32_t, int32_t> alias;
-  // A patch's new nodes take the place of the last node it removes (a patch
+  // A patch's new nodes take the place of the first node it removes (a patch
   // that removes none appends them): the executor runs nodes in this order
   // where their inputs allow, so a fused node keeps the place of what it
   // replaces instead of moving behind everything else (which would keep
   // values alive longer, and run a training graph's backward nodes before
-  // its forward ones).
+  // its forward ones). The first, not the last: an Identity removed at the
+  // end of the graph must not take the node that now writes its output
+  // there with it.
   std::map<size_t, std::vector<graph::Node>> added_at;  // position -> nodes
   const size_t end = graph.nodes.size();
   for (Patch& patch : patches) {
@@ -205,7 +207,7 @@ Status apply_patches(graph::Graph& graph, std::vector<Patch>& patches, const std
     }
     for (const auto& [from, to] : patch.replace_uses) alias[map(from)] = map(to);
     const size_t at =
-        patch.remove_nodes.empty() ? end : *std::max_element(patch.remove_nodes.begin(), patch.remove_nodes.end());
+        patch.remove_nodes.empty() ? end : *std::min_element(patch.remove_nodes.begin(), patch.remove_nodes.end());
     for (graph::Node& node : patch.add_nodes) {
       for (int32_t& in : node.inputs) in = map(in);
       for (int32_t& out : node.outputs) out = map(out);

@@ -102,6 +102,14 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
       return false;
     };
   }
+  // The internal ops of gradient graphs have no schema: their types come
+  // from training::infer_internal_op.
+  inference.external = [custom = inference.external](const graph::Node& node,
+                                                     const std::vector<const graph::TypeAndShape*>& inputs,
+                                                     std::vector<graph::TypeAndShape>& outputs) -> Result<bool> {
+    if (node.domain == training::kInternalDomain) return training::infer_internal_op(node, inputs, outputs);
+    return custom ? custom(node, inputs, outputs) : Result<bool>(false);
+  };
   ONYX_RETURN_IF_ERROR(apply_model_overrides(graph, *model.graph, options));
   if (differentiates) {
     // Gradient rules read what inference knows of ranks and types.

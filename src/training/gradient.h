@@ -49,6 +49,11 @@ Result<std::vector<int32_t>> build_gradient(graph::Graph& graph, int32_t y, cons
 // Rewrites every Gradient node of the graph (see above) and sorts it.
 Status expand_gradient_nodes(graph::Graph& graph, const GradientOptions& options = {});
 
+// The output types and shapes of an internal op (kInternalDomain) from its
+// inputs'; false for any other node. For graph::InferenceOptions::external.
+Result<bool> infer_internal_op(const graph::Node& node, const std::vector<const graph::TypeAndShape*>& inputs,
+                               std::vector<graph::TypeAndShape>& outputs);
+
 // Whether an op has a gradient rule. Ops without one but with an ONNX
 // function body are differentiated through that body (session preparation
 // expands them when the model holds a Gradient node).

@@ -83,7 +83,9 @@ def _run_chain(recompute, model, feeds):
     options.enable_mem_pattern = False
     if recompute:
         options.add_session_config_entry("onyx.training.recompute", recompute)
-    session = onyx.InferenceSession(model, options)
+    # The profile is of the CPU arena: the session runs on the CPU whatever
+    # providers a test run names for the others.
+    session = onyx.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     results = session.run(None, feeds)
     return results, session.get_memory_profile()["peak_bytes"]
 

@@ -3,9 +3,11 @@
 // dim 0 among the matrix dims when transBatchA / transBatchB is set.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "providers/cpu/dispatch.h"
+#include "providers/cpu/gemm/sgemm.h"
 #include "providers/kernel.h"
 
 namespace onyx::cpu {
@@ -100,6 +102,16 @@ class FusedMatMulKernel final : public Kernel {
       const T* pb = b->data<T>();
       T* py = y.data<T>();
       const bool ta = trans_a && !a_vec, tb = trans_b && !b_vec;
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        // One GEMM per batch entry: the transposes are the GEMM's own flags
+        // (that is what fusing them into the MatMul was for).
+        for (int64_t bi = 0; bi < batches; ++bi) {
+          gemm<T>(ta, tb, m, n, k, static_cast<T>(alpha_), pa + off_a[static_cast<size_t>(bi)], ta ? m : k,
+                  pb + off_b[static_cast<size_t>(bi)], tb ? k : n, T(0), py + bi * m * n, n, ctx.thread_pool());
+        }
+        return Status::ok();
+      }
+      // Half types: row by row in float.
       parallel_for(ctx.thread_pool(), batches * m, static_cast<double>(k * n * 2), [&](int64_t begin, int64_t end) {
         std::vector<float> arow(static_cast<size_t>(k)), acc(static_cast<size_t>(n));
         for (int64_t row = begin; row < end; ++row) {
