@@ -34,9 +34,28 @@ class SumToShapeOfKernel final : public Kernel {
       }
     }
     Tensor& out = ctx.allocate_output(0, g->dtype(), target);
+    // Leading axes summed away, the rest kept (a bias broadcast over a batch
+    // of rows): a sum of rows, without the per-element index arithmetic below.
+    int64_t kept_from = rank;
+    while (kept_from > 0 && padded[kept_from - 1] == g->dim(kept_from - 1)) --kept_from;
+    bool leading_only = true;
+    for (int64_t d = 0; d < kept_from; ++d) leading_only = leading_only && padded[d] == 1;
     return dispatch_numeric(g->dtype(), [&](auto tag) -> Status {
       using T = typename decltype(tag)::type;
       using C = compute_t<T>;
+      if (leading_only) {
+        const int64_t inner = out.size();
+        const int64_t rows = inner == 0 ? 0 : g->size() / inner;
+        std::vector<C> acc(static_cast<size_t>(inner), C(0));
+        const T* src = g->data<T>();
+        for (int64_t r = 0; r < rows; ++r) {
+          const T* row = src + r * inner;
+          for (int64_t j = 0; j < inner; ++j) acc[static_cast<size_t>(j)] += static_cast<C>(row[j]);
+        }
+        T* dst = out.data<T>();
+        for (int64_t j = 0; j < inner; ++j) dst[j] = static_cast<T>(acc[static_cast<size_t>(j)]);
+        return Status::ok();
+      }
       std::vector<C> acc(static_cast<size_t>(out.size()), C(0));
       std::vector<int64_t> index(static_cast<size_t>(rank), 0);
       const T* src = g->data<T>();
