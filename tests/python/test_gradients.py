@@ -45,36 +45,46 @@ def test_an_op_without_a_rule_is_named():
         )
 
 
-def _deep_chain(layers=24, batch=256, width=256):
-    """h = tanh(h * w_i + b_i), `layers` times; y = mean(h^2)."""
-    nodes, inputs, params = [], [helper.make_tensor_value_info("x", 1, [batch, width])], []
+def _deep_model(kind, layers=24, batch=512, width=256):
+    """`layers` layers of h = act(h * w_i + b_i), and y = mean(h^2), with a
+    Gradient node for every w_i and b_i. kind "mlp": h @ w_i (w_i a matrix)
+    and Relu; kind "chain": an element-wise h * w_i (w_i a vector) and Tanh."""
+    mlp = kind == "mlp"
+    nodes, params = [], []
+    inputs = [helper.make_tensor_value_info("x", 1, [batch, width])]
     h = "x"
     for i in range(layers):
         nodes += [
-            helper.make_node("Mul", [h, f"w{i}"], [f"m{i}"]),
+            helper.make_node("MatMul" if mlp else "Mul", [h, f"w{i}"], [f"m{i}"]),
             helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"]),
-            helper.make_node("Tanh", [f"a{i}"], [f"h{i}"]),
+            helper.make_node("Relu" if mlp else "Tanh", [f"a{i}"], [f"h{i}"]),
         ]
         h = f"h{i}"
         params += [f"w{i}", f"b{i}"]
-        inputs += [helper.make_tensor_value_info(f"w{i}", 1, [width]), helper.make_tensor_value_info(f"b{i}", 1, [width])]
+        inputs += [
+            helper.make_tensor_value_info(f"w{i}", 1, [width, width] if mlp else [width]),
+            helper.make_tensor_value_info(f"b{i}", 1, [width]),
+        ]
+    grads = [p + "_grad" for p in params]
     nodes += [
         helper.make_node("Mul", [h, h], ["sq"]),
         helper.make_node("ReduceMean", ["sq"], ["loss"], keepdims=0),
-        helper.make_node(
-            "Gradient", params, [p + "_grad" for p in params], domain="ai.onnx.preview.training", xs=params, y="loss"
-        ),
+        helper.make_node("Gradient", params, grads, domain="ai.onnx.preview.training", xs=params, y="loss"),
     ]
-    outputs = [helper.make_tensor_value_info(n, 1, None) for n in ["loss"] + [p + "_grad" for p in params]]
-    graph = helper.make_graph(nodes, "chain", inputs, outputs)
+    outputs = [helper.make_tensor_value_info(n, 1, None) for n in ["loss"] + grads]
+    graph = helper.make_graph(nodes, kind, inputs, outputs)
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.preview.training", 1)]
     )
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(0)
     feeds = {"x": rng.standard_normal((batch, width)).astype(np.float32)}
     for p in params:
-        low, high = (0.5, 1.5) if p[0] == "w" else (-0.1, 0.1)
-        feeds[p] = rng.uniform(low, high, size=width).astype(np.float32)
+        if p[0] == "b":
+            feeds[p] = rng.uniform(-0.1, 0.1, width).astype(np.float32)
+        elif mlp:
+            feeds[p] = (rng.standard_normal((width, width)) * np.sqrt(2 / width)).astype(np.float32)
+        else:
+            feeds[p] = rng.uniform(0.5, 1.5, width).astype(np.float32)
     return model.SerializeToString(), feeds
 
 
@@ -91,7 +101,7 @@ def _run_chain(recompute, model, feeds):
 
 
 def test_recompute_gives_the_same_gradients_in_less_memory():
-    model, feeds = _deep_chain()
+    model, feeds = _deep_model("chain", batch=256)
     plain, plain_peak = _run_chain(None, model, feeds)
     for recompute in ["all", "a3,h3,h10"]:
         again, peak = _run_chain(recompute, model, feeds)
@@ -100,46 +110,8 @@ def test_recompute_gives_the_same_gradients_in_less_memory():
         assert 0 < peak < plain_peak, (recompute, peak, plain_peak)
 
 
-def _deep_mlp(layers=24, batch=512, width=256):
-    """h = relu(h @ w_i + b_i), `layers` times; y = mean(h^2)."""
-    nodes, params = [], []
-    inputs = [helper.make_tensor_value_info("x", 1, [batch, width])]
-    h = "x"
-    for i in range(layers):
-        nodes += [
-            helper.make_node("MatMul", [h, f"w{i}"], [f"m{i}"]),
-            helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"]),
-            helper.make_node("Relu", [f"a{i}"], [f"h{i}"]),
-        ]
-        h = f"h{i}"
-        params += [f"w{i}", f"b{i}"]
-        inputs += [
-            helper.make_tensor_value_info(f"w{i}", 1, [width, width]),
-            helper.make_tensor_value_info(f"b{i}", 1, [width]),
-        ]
-    grads = [p + "_grad" for p in params]
-    nodes += [
-        helper.make_node("Mul", [h, h], ["sq"]),
-        helper.make_node("ReduceMean", ["sq"], ["loss"], keepdims=0),
-        helper.make_node("Gradient", params, grads, domain="ai.onnx.preview.training", xs=params, y="loss"),
-    ]
-    outputs = [helper.make_tensor_value_info(n, 1, None) for n in ["loss"] + grads]
-    graph = helper.make_graph(nodes, "mlp", inputs, outputs)
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.preview.training", 1)]
-    )
-    rng = np.random.default_rng(0)
-    feeds = {"x": rng.standard_normal((batch, width)).astype(np.float32)}
-    for p in params:
-        if p[0] == "w":
-            feeds[p] = (rng.standard_normal((width, width)) * np.sqrt(2 / width)).astype(np.float32)
-        else:
-            feeds[p] = rng.uniform(-0.1, 0.1, width).astype(np.float32)
-    return model.SerializeToString(), feeds
-
-
 def test_recompute_all_on_a_24_layer_mlp_takes_at_most_60_percent_of_the_memory():
-    model, feeds = _deep_mlp()
+    model, feeds = _deep_model("mlp")
     plain, plain_peak = _run_chain(None, model, feeds)
     for recompute in ["all", "cheap"]:
         again, peak = _run_chain(recompute, model, feeds)
@@ -151,7 +123,7 @@ def test_recompute_all_on_a_24_layer_mlp_takes_at_most_60_percent_of_the_memory(
 
 
 def test_recompute_refuses_a_value_it_cannot_repeat():
-    model, feeds = _deep_chain(layers=2, batch=4, width=4)
+    model, feeds = _deep_model("chain", layers=2, batch=4, width=4)
     with pytest.raises(Exception, match="'nope' to recompute is not the output of a node"):
         _run_chain("nope", model, feeds)
 
