@@ -4,14 +4,20 @@
 // [N * n_blocks], optional zero points either packed like B (uint8,
 // ceil(n_blocks * bits / 8) bytes per column) or unpacked of A's type
 // [N * n_blocks]; absent, the zero point is 2^(bits - 1). Optional g_idx
-// (int32 [K]) names each k's block; optional bias is [N]. accuracy_level is a
-// hint only: the weights are dequantized to float and multiplied in float.
+// (int32 [K]) names each k's block; optional bias is [N].
+//
+// accuracy_level 4 with constant 4-bit weights (integer zero points, no
+// g_idx) keeps the codes as they are and multiplies
+// them with A quantized to int8 per block (int4_gemv.h): a quarter of the
+// float weights' memory and 2-4x faster at batch 1. Otherwise the weights are
+// dequantized to float once (when constant) and multiplied in float.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "providers/cpu/contrib/float_io.h"
 #include "providers/cpu/gemm/sgemm.h"
+#include "providers/cpu/quant/int4_gemv.h"
 
 namespace onyx::cpu {
 namespace {
@@ -22,7 +28,8 @@ class MatMulNBitsKernel final : public Kernel {
       : k_(info.attr_int("K", 0)),
         n_(info.attr_int("N", 0)),
         bits_(info.attr_int("bits", 4)),
-        block_size_(info.attr_int("block_size", 0)) {
+        block_size_(info.attr_int("block_size", 0)),
+        accuracy_level_(info.attr_int("accuracy_level", 0)) {
     // Constant weights (the usual case: an exported decoder) are dequantized
     // and packed for the GEMM once, here, instead of on every run.
     const Tensor* b = info.constant_input(1);
@@ -38,12 +45,17 @@ class MatMulNBitsKernel final : public Kernel {
         !check_group_index(label, g_idx).is_ok()) {
       return;  // compute() reports what is wrong
     }
+    weights_dtype_ = scales->dtype();
+    if (accuracy_level_ >= 4 && bits_ == 4 && g_idx == nullptr && (zp == nullptr || zp->dtype() == DataType::kUInt8)) {
+      int4_ = int4_weights(*b, *scales, zp);
+      return;
+    }
     const std::vector<float> w = dequantize(*b, *scales, zp, g_idx, nullptr);
     packed_ = pack_b(true, k_, n_, w.data(), k_);
-    packed_dtype_ = scales->dtype();
   }
 
-  bool needs_constant_data(size_t i) const override { return packed_.empty() || i < 1 || i > 4; }
+  // Once the weights are prepared, their constants' data is not read again.
+  bool needs_constant_data(size_t i) const override { return !prepared() || i < 1 || i > 4; }
 
   Status compute(KernelContext& ctx) const override {
     const std::string label = ctx.label();
@@ -73,7 +85,9 @@ class MatMulNBitsKernel final : public Kernel {
     const int64_t m = a->size() / k_;
     std::vector<float> y(static_cast<size_t>(m * n_));
     const std::vector<float> av = read_floats(*a);
-    if (!packed_.empty() && packed_dtype_ == a->dtype()) {
+    if (!int4_.codes.empty() && weights_dtype_ == a->dtype()) {
+      if (m > 0) int4_matmul(int4_, av.data(), m, y.data(), ctx.thread_pool());
+    } else if (!packed_.empty() && weights_dtype_ == a->dtype()) {
       if (m > 0) sgemm_packed_b(false, m, 1.0f, av.data(), k_, packed_, 0.0f, y.data(), n_, ctx.thread_pool());
     } else {
       status = check_group_index(label, g_idx);
@@ -194,8 +208,39 @@ class MatMulNBitsKernel final : public Kernel {
   }
 
   int64_t k_, n_, bits_, block_size_;
-  PackedMatrix packed_;  // W = dequant(B), packed at creation when B, scales, zero points and g_idx are constant
-  DataType packed_dtype_ = DataType::kUndefined;
+  bool prepared() const { return !packed_.empty() || !int4_.codes.empty(); }
+
+  // The codes as they are, the scales as float and the zero points one per
+  // block (8 when absent).
+  Int4Weights int4_weights(const Tensor& b, const Tensor& scales, const Tensor* zp) const {
+    Int4Weights w;
+    w.n = n_;
+    w.k = k_;
+    w.block_size = block_size_;
+    w.blocks = n_blocks();
+    const auto* codes = b.data<uint8_t>();
+    w.codes.assign(codes, codes + b.size());
+    w.scales = read_floats(scales);
+    w.zero_points.assign(static_cast<size_t>(n_ * w.blocks), 8);
+    if (zp != nullptr) {
+      const auto* packed = zp->data<uint8_t>();
+      for (int64_t col = 0; col < n_; ++col) {
+        for (int64_t blk = 0; blk < w.blocks; ++blk) {
+          const uint8_t byte = packed[col * zero_point_row_bytes() + blk / 2];
+          w.zero_points[static_cast<size_t>(col * w.blocks + blk)] = blk % 2 == 0 ? (byte & 0x0F) : (byte >> 4);
+        }
+      }
+    }
+    return w;
+  }
+
+  int64_t accuracy_level_;
+  // The weights prepared at creation when B, scales, zero points and g_idx
+  // are constant: 4-bit codes for int8 products (accuracy_level 4), else
+  // W = dequant(B) packed for the float GEMM.
+  Int4Weights int4_;
+  PackedMatrix packed_;
+  DataType weights_dtype_ = DataType::kUndefined;
 };
 
 ONYX_REGISTER_CPU_KERNEL("com.microsoft", "MatMulNBits", 1, kLatestVersion, types::floats(), MatMulNBitsKernel);
