@@ -108,8 +108,9 @@ ONYX_AVX2_FMA float column_avx2_16(const Int4Weights& w, int64_t col, const Quan
 // each block's int32 lanes scaled into float lanes, summed across at the
 // end. (Four columns at once, sharing the loads of the row, and two
 // accumulators per column both measured slower: the compiler spilled them.)
+template <int64_t kChunks>  // chunks per block when known at compile time (blocks of 32), else 0
 ONYX_AVX2_FMA float column_avx2(const Int4Weights& w, int64_t col, const QuantizedRow& row) {
-  const int64_t chunks = w.block_size / 32;
+  const int64_t chunks = kChunks > 0 ? kChunks : w.block_size / 32;
   const uint8_t* codes = w.codes.data() + col * w.blocks * (w.block_size / 2);
   const float* scales = w.scales.data() + col * w.blocks;
   const uint8_t* zero_points = w.zero_points.data() + col * w.blocks;
@@ -138,7 +139,12 @@ ONYX_AVX2_FMA float column_avx2(const Int4Weights& w, int64_t col, const Quantiz
 ONYX_AVX2_FMA void columns_range_avx2(const Int4Weights& w, const QuantizedRow& row, int64_t begin, int64_t end,
                                       float* out) {
   const bool wide = chunk_of(w) == 32;
-  for (int64_t col = begin; col < end; ++col) out[col] = wide ? column_avx2(w, col, row) : column_avx2_16(w, col, row);
+  if (w.block_size == 32) {
+    for (int64_t col = begin; col < end; ++col) out[col] = column_avx2<1>(w, col, row);
+  } else {
+    for (int64_t col = begin; col < end; ++col)
+      out[col] = wide ? column_avx2<0>(w, col, row) : column_avx2_16(w, col, row);
+  }
 }
 
 #undef ONYX_AVX2_FMA
