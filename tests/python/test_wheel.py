@@ -61,7 +61,8 @@ def wheel(request, tmp_path_factory) -> Path:
 
 def test_wheel_holds_package_library_command_and_headers(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for name in ("onyx/__init__.py", "onyx/training/__init__.py", "onyx/training/api.py", "onyx/libonyx.so", "onyx/include/onyx/onyx_c_api.h",
+    for name in ("onyx/__init__.py", "onyx/training/__init__.py", "onyx/training/api.py", "onyx/quantization/__init__.py",
+                 "onyx/quantization/__main__.py", "onyx/quantization/matmul_nbits_quantizer.py", "onyx/libonyx.so", "onyx/include/onyx/onyx_c_api.h",
                  "onyx/include/onyx/onyx_cxx_api.h"):
         assert name in names, f"{name} is not in {wheel.name}"
     assert any(n.startswith("onyx/_onyx") and n.endswith(".so") for n in names), "no extension module"
