@@ -148,7 +148,7 @@ def test_static_runs_in_both_runtimes(float_models, tmp_path, kind, fmt, per_cha
     else:
         assert ("QLinearConv" if kind == "cnn" else "QLinearMatMul") in types
     # One quantum of the output's scale either way: the runtimes round requantized values at different points.
-    check_interop(float_models[kind], out, batches(kind, 1, 32, seed=11)[0], min_cosine=0.98, between=0.03)
+    check_interop(float_models[kind], out, batches(kind, 1, 32, seed=11)[0], min_cosine=0.98, between=0.01)
 
 
 @pytest.mark.parametrize("method", ["Entropy", "Percentile"])
@@ -265,7 +265,9 @@ def test_onnxruntime_quantized_models_run_in_onyx(float_models, tmp_path, kind, 
     feeds = batches(kind, 1, 32, seed=13)[0]
     expected = run_ort(out, feeds)
     actual = run_onyx(out, feeds)
-    np.testing.assert_allclose(actual, expected, rtol=0, atol=0.03 * np.abs(expected).max())
+    # 2% of the output's spread: a one-quantum difference in an intermediate requantization (where the two
+    # runtimes round at different points) carries through the rest of the network.
+    np.testing.assert_allclose(actual, expected, rtol=0, atol=0.02 * np.abs(expected).max())
 
 
 def test_onnxruntime_matmul_nbits_quantizer_model_runs_in_onyx(float_models, tmp_path):
@@ -306,7 +308,7 @@ def test_command_line(float_models, tmp_path):
     result = cli("static", float_models["cnn"], out, "--calibration-data", data, "--format", "QOperator")
     assert result.returncode == 0, result.stderr
     assert "calibrating [" in result.stderr and "3/3" in result.stderr  # the progress bar
-    check_interop(float_models["cnn"], out, batches("cnn", 1, 32)[0], min_cosine=0.98, between=0.03)
+    check_interop(float_models["cnn"], out, batches("cnn", 1, 32)[0], min_cosine=0.98, between=0.01)
     result = cli("nbits", float_models["mlp"], tmp_path / "n.onnx", "--block-size", "16")
     assert result.returncode == 0, result.stderr
     assert "MatMulNBits" in op_types(tmp_path / "n.onnx")
