@@ -70,9 +70,11 @@ fi
 # ../shared/onnx-backend-data is absent (scripts/make_backend_data.py).
 # tritonclient is the HTTP client the server's tests use; ray (with its data
 # and serve extras) runs onyx.ray's tests on a local cluster. mpi4py carries
-# gradients between the processes of data-parallel training.
+# gradients between the processes of data-parallel training. onnx-ir is what
+# onnxruntime's MatMulNBitsQuantizer needs (the interop tests of
+# onyx.quantization run it).
 python_packages=(numpy onnx onnxruntime nanobind scikit-build-core pytest scikit-learn skl2onnx openvino tritonclient ray
-  mpi4py)
+  mpi4py onnx-ir)
 # What pip installs for a name above, where it needs extras.
 declare -A install_as=([tritonclient]="tritonclient[http]" [ray]="ray[data,serve]")
 mapfile -t missing < <("$venv/bin/python" - "${python_packages[@]}" <<'EOF'
