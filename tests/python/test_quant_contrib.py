@@ -375,3 +375,75 @@ def test_dynamic_quantize_matmul_wrong_b_rank():
     message = onyx_error("DynamicQuantizeMatMul", [a, _int8(rng, (8,), np.int8), np.array(0.1, np.float32)],
                          TensorProto.FLOAT)
     assert "node" in message and "input B" in message and "[K, N]" in message
+
+
+# ---------------------------------------------------------------------- QGemm
+
+def _qgemm_inputs(rng, a_type, b_type, m, k, n, trans_a, trans_b, per_column, bias):
+    a = _int8(rng, (k, m) if trans_a else (m, k), a_type)
+    b_shape = (n, k) if trans_b else (k, n)
+    b = _s8_weights(rng, b_shape, b_type) if a_type == np.uint8 else _int8(rng, b_shape, b_type)
+    a_s, a_z = _qparams(rng, a_type, 0.02)
+    b_scale = (rng.random(n if per_column else 1) * 0.05 + 0.01).astype(np.float32)
+    b_zp = _int8(rng, b_scale.shape, b_type)
+    if b_type == np.int8:  # onnxruntime requires a symmetric int8 B (zero point 0)
+        b_zp[:] = 0
+    c = rng.integers(-2000, 2000, n, dtype=np.int32) if bias else None
+    return [a, a_s, a_z, b, b_scale, b_zp, c]
+
+
+# The (A, B) pairs onnxruntime's CPU QGemm runs: uint8 A with uint8 or int8 B,
+# int8 A with int8 B.
+_QGEMM_TYPES = [(np.uint8, np.uint8), (np.uint8, np.int8), (np.int8, np.int8)]
+
+
+@pytest.mark.parametrize("a_type,b_type", _QGEMM_TYPES)
+@pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("per_column", [False, True])
+@pytest.mark.parametrize("bias,alpha", [(False, 1.0), (True, 1.0), (True, 0.5)])
+def test_qgemm_float_output(a_type, b_type, trans_a, trans_b, per_column, bias, alpha):
+    rng = np.random.default_rng(trans_a * 8 + trans_b * 4 + per_column * 2 + bias)
+    inputs = _qgemm_inputs(rng, a_type, b_type, 5, 19, 7, trans_a, trans_b, per_column, bias)
+    check_float("QGemm", inputs, {"transA": trans_a, "transB": trans_b, "alpha": alpha}, constants=(3, 4, 5, 6))
+
+
+@pytest.mark.parametrize("a_type,b_type", _QGEMM_TYPES)
+@pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("per_column", [False, True])
+@pytest.mark.parametrize("bias,alpha", [(False, 1.0), (True, 1.0), (True, 0.75)])
+def test_qgemm_quantized_output(a_type, b_type, trans_a, trans_b, per_column, bias, alpha):
+    # Y has A's type: onnxruntime has no kernel for other output types.
+    # Exact: both compute the int32 sums exactly and requantize with one float
+    # multiplier per column (a_scale * b_scale * alpha / y_scale).
+    y_type = a_type
+    rng = np.random.default_rng(100 + trans_a * 8 + per_column * 2 + bias)
+    inputs = _qgemm_inputs(rng, a_type, b_type, 6, 33, 9, trans_a, trans_b, per_column, bias)
+    y_s, y_z = _qparams(rng, y_type, 0.3)
+    check_quantized("QGemm", inputs + [y_s, y_z], _QTYPE[y_type],
+                    {"transA": trans_a, "transB": trans_b, "alpha": alpha}, constants=(3, 4, 5, 6))
+
+
+def test_qgemm_saturates():
+    # A tiny y_scale pushes most outputs past the type's range.
+    rng = np.random.default_rng(21)
+    inputs = _qgemm_inputs(rng, np.uint8, np.uint8, 4, 16, 8, 0, 0, True, True)
+    check_quantized("QGemm", inputs + [np.array(0.001, np.float32), np.array(128, np.uint8)], TensorProto.UINT8,
+                    constants=(3, 4, 5, 6))
+
+
+def test_qgemm_wrong_b_scale():
+    rng = np.random.default_rng(22)
+    inputs = _qgemm_inputs(rng, np.uint8, np.uint8, 2, 8, 4, 0, 0, False, False)
+    inputs[4] = np.full(3, 0.1, np.float32)
+    inputs[5] = np.zeros(3, np.uint8)
+    message = onyx_error("QGemm", inputs, TensorProto.FLOAT)
+    assert "node" in message and "input b_scale" in message and "[4]" in message
+
+
+def test_qgemm_mismatched_inner_dimensions():
+    rng = np.random.default_rng(23)
+    inputs = _qgemm_inputs(rng, np.uint8, np.uint8, 2, 8, 4, 0, 0, False, False)
+    inputs[3] = _int8(rng, (6, 4), np.uint8)
+    message = onyx_error("QGemm", inputs, TensorProto.FLOAT)
+    assert "node" in message and "inner dimensions 8 and 6" in message
+

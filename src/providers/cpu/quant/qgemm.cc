@@ -1,0 +1,178 @@
+// com.microsoft QGemm: Gemm of two quantized 8-bit matrices,
+//   acc = (A' - a_zero_point) * (B' - b_zero_point) + C    (exact, int32)
+//   Y   = acc * alpha * a_scale * b_scale                   (float output)
+//   Y   = saturate(round_half_even(acc * alpha * a_scale * b_scale / y_scale) + y_zero_point)
+// with A' = transA ? A^T : A ([M, K]), B' = transB ? B^T : B ([K, N]); a_scale
+// and a_zero_point per tensor, b_scale and b_zero_point per tensor or per
+// column of B' ([N]); C an optional int32 bias (scale a_scale * b_scale, zero
+// point 0) that broadcasts to [M, N]. The output is float when y_scale is
+// absent, else quantized to y_zero_point's type. onnxruntime folds the scales
+// into one float multiplier per column, as here.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "providers/cpu/contrib/float_io.h"
+#include "providers/cpu/dispatch.h"
+#include "providers/cpu/quant/quant_util.h"
+#include "providers/kernel.h"
+
+namespace onyx::cpu {
+namespace {
+
+using quant::int8_as_int32;
+using quant::is_int8_type;
+
+std::string describe(const Tensor* t) { return t != nullptr ? t->describe() : std::string("missing"); }
+
+bool is_scalar_like(const Tensor& t) { return t.size() == 1 && t.rank() <= 1; }
+
+class QGemmKernel final : public Kernel {
+ public:
+  explicit QGemmKernel(const KernelInfo& info)
+      : alpha_(info.attr_float("alpha", 1.0f)),
+        trans_a_(info.attr_int("transA", 0) != 0),
+        trans_b_(info.attr_int("transB", 0) != 0) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const std::string label = ctx.label();
+    const Tensor* a = ctx.input_tensor(0);
+    const Tensor* a_scale = ctx.input_tensor(1);
+    const Tensor* a_zp = ctx.input_tensor(2);
+    const Tensor* b = ctx.input_tensor(3);
+    const Tensor* b_scale = ctx.input_tensor(4);
+    const Tensor* b_zp = ctx.input_tensor(5);
+    const Tensor* c = ctx.input_tensor(6);
+    const Tensor* y_scale = ctx.input_tensor(7);
+    const Tensor* y_zp = ctx.input_tensor(8);
+
+    if (a == nullptr || !is_int8_type(a->dtype()) || a->rank() != 2) {
+      return invalid_argument(label, ": input A is ", describe(a), ", expected int8 or uint8 of rank 2");
+    }
+    if (b == nullptr || !is_int8_type(b->dtype()) || b->rank() != 2) {
+      return invalid_argument(label, ": input B is ", describe(b), ", expected int8 or uint8 of rank 2");
+    }
+    const int64_t m = trans_a_ ? a->dim(1) : a->dim(0), k = trans_a_ ? a->dim(0) : a->dim(1);
+    const int64_t kb = trans_b_ ? b->dim(1) : b->dim(0), n = trans_b_ ? b->dim(0) : b->dim(1);
+    if (k != kb) {
+      return invalid_argument(label, ": inputs A ", shape_to_string(a->shape()), " (transA=", trans_a_ ? 1 : 0,
+                              ") and B ", shape_to_string(b->shape()), " (transB=", trans_b_ ? 1 : 0,
+                              ") have inner dimensions ", k, " and ", kb, ", expected them equal");
+    }
+    if (a_scale == nullptr || a_scale->dtype() != DataType::kFloat || !is_scalar_like(*a_scale)) {
+      return invalid_argument(label, ": input a_scale is ", describe(a_scale), ", expected a float scalar");
+    }
+    if (a_zp != nullptr && (a_zp->dtype() != a->dtype() || !is_scalar_like(*a_zp))) {
+      return invalid_argument(label, ": input a_zero_point is ", a_zp->describe(), ", expected a ",
+                              dtype_name(a->dtype()), " scalar (the type of A)");
+    }
+    if (b_scale == nullptr || b_scale->dtype() != DataType::kFloat || b_scale->rank() > 1 ||
+        (b_scale->size() != 1 && b_scale->size() != n)) {
+      return invalid_argument(label, ": input b_scale is ", describe(b_scale), ", expected a float scalar or [", n,
+                              "] (per column of B)");
+    }
+    if (b_zp != nullptr &&
+        (b_zp->dtype() != b->dtype() || b_zp->rank() > 1 || (b_zp->size() != 1 && b_zp->size() != n))) {
+      return invalid_argument(label, ": input b_zero_point is ", b_zp->describe(), ", expected a ",
+                              dtype_name(b->dtype()), " scalar or [", n, "] (per column of B)");
+    }
+    if (c != nullptr && c->dtype() != DataType::kInt32) {
+      return invalid_argument(label, ": input C is ", c->describe(),
+                              ", expected int32 (bias at scale a_scale * b_scale)");
+    }
+    if (y_scale != nullptr && (y_scale->dtype() != DataType::kFloat || !is_scalar_like(*y_scale))) {
+      return invalid_argument(label, ": input y_scale is ", y_scale->describe(), ", expected a float scalar");
+    }
+    if (y_zp != nullptr && (!is_int8_type(y_zp->dtype()) || !is_scalar_like(*y_zp))) {
+      return invalid_argument(label, ": input y_zero_point is ", y_zp->describe(),
+                              ", expected an int8 or uint8 scalar");
+    }
+    if (y_zp != nullptr && y_scale == nullptr) {
+      return invalid_argument(label, ": input y_zero_point is given without y_scale, expected both or neither");
+    }
+    if (y_scale != nullptr && y_zp == nullptr) {
+      return invalid_argument(label, ": input y_scale is given without y_zero_point, expected both (y_zero_point ",
+                              "sets the output type) or neither (float output)");
+    }
+
+    const Shape out_shape{m, n};
+    // A as [M, K] and B as [K, N], minus their zero points, in int32.
+    const std::vector<int32_t> a_raw = int8_as_int32(*a);
+    const std::vector<int32_t> b_raw = int8_as_int32(*b);
+    const int32_t a_zero = a_zp != nullptr ? int8_as_int32(*a_zp)[0] : 0;
+    const std::vector<int32_t> b_zero = b_zp != nullptr ? int8_as_int32(*b_zp) : std::vector<int32_t>{0};
+    std::vector<int32_t> av(static_cast<size_t>(m * k)), bv(static_cast<size_t>(k * n));
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t p = 0; p < k; ++p) {
+        av[static_cast<size_t>(i * k + p)] = a_raw[static_cast<size_t>(trans_a_ ? p * m + i : i * k + p)] - a_zero;
+      }
+    }
+    for (int64_t p = 0; p < k; ++p) {
+      for (int64_t j = 0; j < n; ++j) {
+        bv[static_cast<size_t>(p * n + j)] = b_raw[static_cast<size_t>(trans_b_ ? j * k + p : p * n + j)] -
+                                             b_zero[b_zero.size() == 1 ? 0 : static_cast<size_t>(j)];
+      }
+    }
+    std::vector<double> bias;
+    if (c != nullptr) {
+      ONYX_ASSIGN_OR_RETURN(bias, quant::expand_to(*c, out_shape, label, "C"));
+    }
+    // One float multiplier per column: a_scale * b_scale * alpha [/ y_scale].
+    const float as = a_scale->data<float>()[0];
+    const float* bs = b_scale->data<float>();
+    const float ys = y_scale != nullptr ? y_scale->data<float>()[0] : 1.0f;
+    std::vector<float> multiplier(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      float s = as * bs[b_scale->size() == 1 ? 0 : j] * alpha_;
+      if (y_scale != nullptr) s /= ys;
+      multiplier[static_cast<size_t>(j)] = s;
+    }
+
+    const DataType out_type = y_zp != nullptr ? y_zp->dtype() : DataType::kFloat;
+    Tensor& y = ctx.allocate_output(0, out_type, out_shape);
+    if (y.size() == 0) return Status::ok();
+    const double y_zero = y_zp != nullptr ? static_cast<double>(int8_as_int32(*y_zp)[0]) : 0.0;
+    double low = 0, high = 0;
+    quant::integer_range(out_type, low, high);
+    parallel_for(ctx.thread_pool(), m, 2.0 * static_cast<double>(k * n), [&](int64_t begin, int64_t end) {
+      std::vector<int32_t> acc(static_cast<size_t>(n));
+      for (int64_t i = begin; i < end; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          acc[static_cast<size_t>(j)] = bias.empty() ? 0 : static_cast<int32_t>(bias[static_cast<size_t>(i * n + j)]);
+        }
+        const int32_t* ap = av.data() + i * k;
+        for (int64_t p = 0; p < k; ++p) {
+          const int32_t x = ap[p];
+          const int32_t* brow = bv.data() + p * n;
+          for (int64_t j = 0; j < n; ++j) acc[static_cast<size_t>(j)] += x * brow[j];
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          const size_t js = static_cast<size_t>(j), o = static_cast<size_t>(i * n + j);
+          const float scaled = static_cast<float>(acc[js]) * multiplier[js];
+          if (out_type == DataType::kFloat) {
+            y.data<float>()[o] = scaled;
+            continue;
+          }
+          const double q = quant::round_saturate(static_cast<double>(scaled) + y_zero, low, high);
+          if (out_type == DataType::kInt8) {
+            y.data<int8_t>()[o] = static_cast<int8_t>(q);
+          } else {
+            y.data<uint8_t>()[o] = static_cast<uint8_t>(q);
+          }
+        }
+      }
+    });
+    return Status::ok();
+  }
+
+ private:
+  float alpha_;
+  bool trans_a_;
+  bool trans_b_;
+};
+
+ONYX_REGISTER_CPU_KERNEL("com.microsoft", "QGemm", 1, kLatestVersion,
+                         (std::vector<DataType>{DataType::kInt8, DataType::kUInt8}), QGemmKernel);
+
+}  // namespace
+}  // namespace onyx::cpu
