@@ -447,3 +447,45 @@ def test_qgemm_mismatched_inner_dimensions():
     message = onyx_error("QGemm", inputs, TensorProto.FLOAT)
     assert "node" in message and "inner dimensions 8 and 6" in message
 
+
+# ---------------------------------------------------------- QLinearAveragePool
+
+_POOL_CASES = [
+    ({"kernel_shape": [2, 2]}, (1, 3, 6, 6)),
+    ({"kernel_shape": [3, 3], "strides": [2, 2]}, (2, 4, 7, 9)),
+    ({"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}, (1, 2, 5, 5)),
+    ({"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1}, (1, 2, 5, 5)),
+    ({"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1}, (1, 3, 6, 7)),
+    ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 0, 1, 0], "ceil_mode": 1, "count_include_pad": 1},
+     (2, 2, 8, 6)),
+    ({"kernel_shape": [2, 3], "auto_pad": "SAME_UPPER"}, (1, 3, 5, 7)),
+    ({"kernel_shape": [4]}, (2, 3, 11)),
+    ({"kernel_shape": [3], "strides": [2], "ceil_mode": 1, "count_include_pad": 1}, (1, 2, 10)),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("attrs,shape", _POOL_CASES)
+@pytest.mark.parametrize("channels_last", [0, 1])
+def test_qlinear_average_pool(dtype, attrs, shape, channels_last):
+    # Within one quantum: onnxruntime averages dequantized floats (or, in
+    # its vectorized kernels, scales int32 sums by a precomputed ratio); onyx
+    # sums (x - x_zp) exactly in int32 and scales once. The two roundings can
+    # land on opposite sides of a half near a tie.
+    rng = np.random.default_rng(sum(shape) + channels_last + len(attrs))
+    x = _int8(rng, shape, dtype)
+    if channels_last:
+        x = np.ascontiguousarray(np.moveaxis(x, 1, -1))
+    x_s, x_z = _qparams(rng, dtype, 0.05)
+    y_s, y_z = _qparams(rng, dtype, 0.03)
+    check_quantized("QLinearAveragePool", [x, x_s, x_z, y_s, y_z], _QTYPE[dtype],
+                    dict(attrs, channels_last=channels_last), max_diff=1)
+
+
+def test_qlinear_average_pool_wrong_zero_point_type():
+    rng = np.random.default_rng(24)
+    x = _int8(rng, (1, 2, 4, 4), np.uint8)
+    s = np.array(0.05, np.float32)
+    message = onyx_error("QLinearAveragePool", [x, s, np.array(3, np.int8), s, np.array(3, np.uint8)],
+                         TensorProto.UINT8, {"kernel_shape": [2, 2]})
+    assert "node" in message and "input x_zero_point" in message and "uint8" in message
