@@ -1,5 +1,5 @@
 """The quantized com.microsoft operators (MatMulNBits, MatMulIntegerToFloat,
-DynamicQuantizeMatMul, QLinear* element-wise ops): each one-node model runs on
+DynamicQuantizeMatMul, QGemm, QLinear* element-wise ops, QLinearAveragePool): each one-node model runs on
 seeded random inputs through onnxruntime (CPU), the oracle for com.microsoft
 ops, and through onyx. Float outputs agree within rtol=1e-4; quantized outputs
 are equal, or at most one quantum apart where a test says why."""
