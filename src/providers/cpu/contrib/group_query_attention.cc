@@ -10,11 +10,10 @@
 #include <vector>
 
 #include "providers/cpu/contrib/float_io.h"
+#include "providers/cpu/tensor/tensor_util.h"
 
 namespace onyx::cpu {
 namespace {
-
-std::string describe_or_missing(const Tensor* t) { return t ? t->describe() : std::string("missing"); }
 
 class GroupQueryAttentionKernel final : public Kernel {
  public:

@@ -13,11 +13,10 @@
 
 #include "providers/cpu/attention/attention_core.h"
 #include "providers/cpu/contrib/float_io.h"
+#include "providers/cpu/tensor/tensor_util.h"
 
 namespace onyx::cpu {
 namespace {
-
-std::string describe_or_missing(const Tensor* t) { return t ? t->describe() : std::string("missing"); }
 
 class MultiHeadAttentionKernel final : public Kernel {
  public:

@@ -14,14 +14,13 @@
 
 #include "providers/cpu/contrib/float_io.h"
 #include "providers/cpu/quant/quant_util.h"
+#include "providers/cpu/tensor/tensor_util.h"
 
 namespace onyx::cpu {
 namespace {
 
 using quant::int8_as_int32;
 using quant::is_int8_type;
-
-std::string describe(const Tensor* t) { return t != nullptr ? t->describe() : std::string("missing"); }
 
 // The B side and the output: B [K, N] with its per-tensor or per-column scale
 // and zero point, an optional bias [N]. `av` is A (already minus its zero
@@ -32,7 +31,7 @@ Status integer_matmul_to_float(KernelContext& ctx, const std::vector<int32_t>& a
                                const char* bias_name) {
   const std::string label = ctx.label();
   if (b == nullptr || !is_int8_type(b->dtype()) || b->rank() != 2) {
-    return invalid_argument(label, ": input B is ", describe(b), ", expected int8 or uint8 [K, N]");
+    return invalid_argument(label, ": input B is ", describe_or_missing(b), ", expected int8 or uint8 [K, N]");
   }
   const int64_t k = b->dim(0), n = b->dim(1);
   if (a_shape.empty() || a_shape.back() != k) {
@@ -41,7 +40,7 @@ Status integer_matmul_to_float(KernelContext& ctx, const std::vector<int32_t>& a
   }
   if (b_scale == nullptr || !is_float_type(b_scale->dtype()) || (b_scale->size() != 1 && b_scale->size() != n) ||
       b_scale->rank() > 2) {
-    return invalid_argument(label, ": input ", b_scale_name, " is ", describe(b_scale),
+    return invalid_argument(label, ": input ", b_scale_name, " is ", describe_or_missing(b_scale),
                             ", expected a float scalar or [", n, "] (per column of B)");
   }
   if (b_zp != nullptr && (b_zp->dtype() != b->dtype() || (b_zp->size() != 1 && b_zp->size() != n))) {
@@ -71,12 +70,7 @@ Status integer_matmul_to_float(KernelContext& ctx, const std::vector<int32_t>& a
     std::vector<int32_t> acc(static_cast<size_t>(n));
     for (int64_t r = begin; r < end; ++r) {
       std::fill(acc.begin(), acc.end(), 0);
-      const int32_t* ap = av.data() + r * k;
-      for (int64_t p = 0; p < k; ++p) {
-        const int32_t x = ap[p];
-        const int32_t* brow = bv.data() + p * n;
-        for (int64_t j = 0; j < n; ++j) acc[static_cast<size_t>(j)] += x * brow[j];
-      }
+      quant::add_row_product(av.data() + r * k, bv.data(), k, n, acc.data());
       float* out = y.data() + r * n;
       for (int64_t j = 0; j < n; ++j) {
         const size_t js = static_cast<size_t>(j);
@@ -103,10 +97,10 @@ class MatMulIntegerToFloatKernel final : public Kernel {
     const Tensor* b_zp = ctx.input_tensor(5);
     const Tensor* bias = ctx.input_tensor(6);
     if (a == nullptr || !is_int8_type(a->dtype()) || a->rank() < 1) {
-      return invalid_argument(label, ": input A is ", describe(a), ", expected int8 or uint8 [..., K]");
+      return invalid_argument(label, ": input A is ", describe_or_missing(a), ", expected int8 or uint8 [..., K]");
     }
     if (a_scale == nullptr || !is_float_type(a_scale->dtype()) || a_scale->size() != 1) {
-      return invalid_argument(label, ": input a_scale is ", describe(a_scale), ", expected a float scalar");
+      return invalid_argument(label, ": input a_scale is ", describe_or_missing(a_scale), ", expected a float scalar");
     }
     if (a_zp != nullptr && (a_zp->dtype() != a->dtype() || a_zp->size() != 1)) {
       return invalid_argument(label, ": input a_zero_point is ", a_zp->describe(), ", expected a ",
@@ -130,7 +124,7 @@ class DynamicQuantizeMatMulKernel final : public Kernel {
     const std::string label = ctx.label();
     const Tensor* a = ctx.input_tensor(0);
     if (a == nullptr || !is_float_type(a->dtype()) || a->rank() < 1) {
-      return invalid_argument(label, ": input A is ", describe(a), ", expected a float [..., K]");
+      return invalid_argument(label, ": input A is ", describe_or_missing(a), ", expected a float [..., K]");
     }
     // Quantize A to uint8 over its whole range (widened to include 0).
     const std::vector<float> af = read_floats(*a);

@@ -15,6 +15,7 @@
 #include "providers/cpu/contrib/float_io.h"
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/quant/quant_util.h"
+#include "providers/cpu/tensor/tensor_util.h"
 #include "providers/kernel.h"
 
 namespace onyx::cpu {
@@ -22,8 +23,6 @@ namespace {
 
 using quant::int8_as_int32;
 using quant::is_int8_type;
-
-std::string describe(const Tensor* t) { return t != nullptr ? t->describe() : std::string("missing"); }
 
 bool is_scalar_like(const Tensor& t) { return t.size() == 1 && t.rank() <= 1; }
 
@@ -47,10 +46,10 @@ class QGemmKernel final : public Kernel {
     const Tensor* y_zp = ctx.input_tensor(8);
 
     if (a == nullptr || !is_int8_type(a->dtype()) || a->rank() != 2) {
-      return invalid_argument(label, ": input A is ", describe(a), ", expected int8 or uint8 of rank 2");
+      return invalid_argument(label, ": input A is ", describe_or_missing(a), ", expected int8 or uint8 of rank 2");
     }
     if (b == nullptr || !is_int8_type(b->dtype()) || b->rank() != 2) {
-      return invalid_argument(label, ": input B is ", describe(b), ", expected int8 or uint8 of rank 2");
+      return invalid_argument(label, ": input B is ", describe_or_missing(b), ", expected int8 or uint8 of rank 2");
     }
     const int64_t m = trans_a_ ? a->dim(1) : a->dim(0), k = trans_a_ ? a->dim(0) : a->dim(1);
     const int64_t kb = trans_b_ ? b->dim(1) : b->dim(0), n = trans_b_ ? b->dim(0) : b->dim(1);
@@ -60,7 +59,7 @@ class QGemmKernel final : public Kernel {
                               ") have inner dimensions ", k, " and ", kb, ", expected them equal");
     }
     if (a_scale == nullptr || a_scale->dtype() != DataType::kFloat || !is_scalar_like(*a_scale)) {
-      return invalid_argument(label, ": input a_scale is ", describe(a_scale), ", expected a float scalar");
+      return invalid_argument(label, ": input a_scale is ", describe_or_missing(a_scale), ", expected a float scalar");
     }
     if (a_zp != nullptr && (a_zp->dtype() != a->dtype() || !is_scalar_like(*a_zp))) {
       return invalid_argument(label, ": input a_zero_point is ", a_zp->describe(), ", expected a ",
@@ -68,8 +67,8 @@ class QGemmKernel final : public Kernel {
     }
     if (b_scale == nullptr || b_scale->dtype() != DataType::kFloat || b_scale->rank() > 1 ||
         (b_scale->size() != 1 && b_scale->size() != n)) {
-      return invalid_argument(label, ": input b_scale is ", describe(b_scale), ", expected a float scalar or [", n,
-                              "] (per column of B)");
+      return invalid_argument(label, ": input b_scale is ", describe_or_missing(b_scale),
+                              ", expected a float scalar or [", n, "] (per column of B)");
     }
     if (b_zp != nullptr &&
         (b_zp->dtype() != b->dtype() || b_zp->rank() > 1 || (b_zp->size() != 1 && b_zp->size() != n))) {
@@ -140,12 +139,7 @@ class QGemmKernel final : public Kernel {
         for (int64_t j = 0; j < n; ++j) {
           acc[static_cast<size_t>(j)] = bias.empty() ? 0 : static_cast<int32_t>(bias[static_cast<size_t>(i * n + j)]);
         }
-        const int32_t* ap = av.data() + i * k;
-        for (int64_t p = 0; p < k; ++p) {
-          const int32_t x = ap[p];
-          const int32_t* brow = bv.data() + p * n;
-          for (int64_t j = 0; j < n; ++j) acc[static_cast<size_t>(j)] += x * brow[j];
-        }
+        quant::add_row_product(av.data() + i * k, bv.data(), k, n, acc.data());
         for (int64_t j = 0; j < n; ++j) {
           const size_t js = static_cast<size_t>(j), o = static_cast<size_t>(i * n + j);
           const float scaled = static_cast<float>(acc[js]) * multiplier[js];

@@ -19,14 +19,13 @@
 #include "providers/cpu/broadcast.h"
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/quant/quant_util.h"
+#include "providers/cpu/tensor/tensor_util.h"
 #include "providers/kernel.h"
 
 namespace onyx::cpu {
 namespace {
 
 using quant::is_int8_type;
-
-std::string describe(const Tensor* t) { return t != nullptr ? t->describe() : std::string("missing"); }
 
 struct QParams {
   float scale = 1.0f;
@@ -40,7 +39,7 @@ Result<QParams> read_qparams(const KernelContext& ctx, size_t scale_index, size_
   QParams q;
   const Tensor* s = ctx.input_tensor(scale_index);
   if (s == nullptr || s->dtype() != DataType::kFloat || s->size() != 1) {
-    return invalid_argument(ctx.label(), ": input ", scale_name, " is ", describe(s),
+    return invalid_argument(ctx.label(), ": input ", scale_name, " is ", describe_or_missing(s),
                             ", expected a float scalar (per-tensor scale)");
   }
   q.scale = s->data<float>()[0];
@@ -83,7 +82,7 @@ void store(Tensor& t, int64_t i, int32_t v) {
 
 Status check_int8(const KernelContext& ctx, const Tensor* t, const char* name) {
   if (t == nullptr || !is_int8_type(t->dtype())) {
-    return invalid_argument(ctx.label(), ": input ", name, " is ", describe(t), ", expected int8 or uint8");
+    return invalid_argument(ctx.label(), ": input ", name, " is ", describe_or_missing(t), ", expected int8 or uint8");
   }
   return Status::ok();
 }
@@ -98,8 +97,8 @@ class QLinearBinaryKernel final : public Kernel {
     const Tensor* b = ctx.input_tensor(3);
     ONYX_RETURN_IF_ERROR(check_int8(ctx, a, "A"));
     if (b == nullptr || b->dtype() != a->dtype()) {
-      return invalid_argument(ctx.label(), ": input B is ", describe(b), ", expected ", dtype_name(a->dtype()),
-                              " (A's type)");
+      return invalid_argument(ctx.label(), ": input B is ", describe_or_missing(b), ", expected ",
+                              dtype_name(a->dtype()), " (A's type)");
     }
     const DataType type = a->dtype();
     ONYX_ASSIGN_OR_RETURN(QParams qa, read_qparams(ctx, 1, 2, type, "A_scale", "A_zero_point"));
@@ -232,8 +231,8 @@ class QLinearConcatKernel final : public Kernel {
       const std::string name = "X " + std::to_string(i);
       const Tensor* x = ctx.input_tensor(2 + 3 * i);
       if (x == nullptr || x->dtype() != type || x->rank() != rank) {
-        return invalid_argument(label, ": input ", name, " (input ", 2 + 3 * i, ") is ", describe(x), ", expected ",
-                                dtype_name(type), " of rank ", rank);
+        return invalid_argument(label, ": input ", name, " (input ", 2 + 3 * i, ") is ", describe_or_missing(x),
+                                ", expected ", dtype_name(type), " of rank ", rank);
       }
       for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
         if (d != axis && x->shape()[d] != first->shape()[d]) {

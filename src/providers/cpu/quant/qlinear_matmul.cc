@@ -135,14 +135,9 @@ class QLinearMatMulKernel final : public Kernel {
       std::vector<int32_t> row(static_cast<size_t>(n));
       for (int64_t r = begin; r < end; ++r) {
         const int64_t bi = r / m, i = r % m;
-        const int32_t* ap = av.data() + a_offsets[static_cast<size_t>(bi)] + i * k;
-        const int32_t* bp = bv.data() + b_offsets[static_cast<size_t>(bi)];
         std::fill(row.begin(), row.end(), 0);
-        for (int64_t p = 0; p < k; ++p) {
-          const int32_t x = ap[p];
-          const int32_t* brow = bp + p * n;
-          for (int64_t j = 0; j < n; ++j) row[static_cast<size_t>(j)] += x * brow[j];
-        }
+        quant::add_row_product(av.data() + a_offsets[static_cast<size_t>(bi)] + i * k,
+                               bv.data() + b_offsets[static_cast<size_t>(bi)], k, n, row.data());
         for (int64_t j = 0; j < n; ++j) {
           const size_t o = static_cast<size_t>(r * n + j);
           const double multiplier = round_to_type(round_to_type(as[o] * bs[o], scale_type) / ys[o], scale_type);

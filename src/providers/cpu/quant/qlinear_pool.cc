@@ -17,14 +17,13 @@
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/nn/nn_util.h"
 #include "providers/cpu/quant/quant_util.h"
+#include "providers/cpu/tensor/tensor_util.h"
 #include "providers/kernel.h"
 
 namespace onyx::cpu {
 namespace {
 
 using quant::is_int8_type;
-
-std::string describe(const Tensor* t) { return t != nullptr ? t->describe() : std::string("missing"); }
 
 class QLinearAveragePoolKernel final : public Kernel {
  public:
@@ -41,7 +40,7 @@ class QLinearAveragePoolKernel final : public Kernel {
     const std::string label = ctx.label();
     const Tensor* x = ctx.input_tensor(0);
     if (x == nullptr || !is_int8_type(x->dtype())) {
-      return invalid_argument(label, ": input X is ", describe(x), ", expected int8 or uint8");
+      return invalid_argument(label, ": input X is ", describe_or_missing(x), ", expected int8 or uint8");
     }
     const size_t rank = x->rank();
     if (rank < 3 || rank > 5) {
@@ -125,7 +124,7 @@ class QLinearAveragePoolKernel final : public Kernel {
   static Result<float> read_scale(const KernelContext& ctx, size_t index, const char* name) {
     const Tensor* t = ctx.input_tensor(index);
     if (t == nullptr || t->dtype() != DataType::kFloat || t->size() != 1) {
-      return invalid_argument(ctx.label(), ": input ", name, " is ", describe(t),
+      return invalid_argument(ctx.label(), ": input ", name, " is ", describe_or_missing(t),
                               ", expected a float scalar (per-tensor scale)");
     }
     return t->data<float>()[0];

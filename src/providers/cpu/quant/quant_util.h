@@ -29,6 +29,17 @@ inline std::vector<int32_t> int8_as_int32(const Tensor& t) {
   return out;
 }
 
+// acc[j] += sum over p of a_row[p] * b[p * n + j], j in [0, n): one row of an
+// exact int32 product with b [k, n] row-major, the inner loop of the
+// integer matmuls (QLinearMatMul, MatMulIntegerToFloat, QGemm).
+inline void add_row_product(const int32_t* a_row, const int32_t* b, int64_t k, int64_t n, int32_t* acc) {
+  for (int64_t p = 0; p < k; ++p) {
+    const int32_t x = a_row[p];
+    const int32_t* b_row = b + p * n;
+    for (int64_t j = 0; j < n; ++j) acc[j] += x * b_row[j];
+  }
+}
+
 // Every element of `t` as a double (float8/float4 decoded, sub-byte
 // integers read from their one-byte storage).
 inline Result<std::vector<double>> to_doubles(const Tensor& t, const std::string& label, const char* name) {

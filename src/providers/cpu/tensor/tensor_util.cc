@@ -179,4 +179,6 @@ Result<const Tensor*> required_input(const KernelContext& ctx, size_t i, const c
   return t;
 }
 
+std::string describe_or_missing(const Tensor* t) { return t != nullptr ? t->describe() : std::string("missing"); }
+
 }  // namespace onyx::cpu

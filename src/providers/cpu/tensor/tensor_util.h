@@ -78,4 +78,7 @@ Result<double> read_scalar_double(const Tensor& t, const std::string& label, con
 // The required tensor input i, or an error naming the node and input.
 Result<const Tensor*> required_input(const KernelContext& ctx, size_t i, const char* name);
 
+// What an input is, for an error message: its type and shape, or "missing".
+std::string describe_or_missing(const Tensor* t);
+
 }  // namespace onyx::cpu
