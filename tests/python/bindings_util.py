@@ -33,6 +33,18 @@ def build_dir() -> Path | None:
     return candidate if (candidate / "CMakeCache.txt").exists() else None
 
 
+def onyx_command() -> Path:
+    """The build tree's `onyx` program, else the installed one (fails the
+    test when neither is there)."""
+    import onyx.__main__ as onyx_main
+
+    folder = build_dir()
+    path = folder / "onyx" if folder is not None else onyx_main.find_command()
+    if path is None or not path.is_file():
+        pytest.fail(f"the onyx program is missing ({path}): build it with `ninja -C build`")
+    return path
+
+
 def program(name: str) -> Path:
     """A test program of the build; skips with the reason when onyx was
     installed without its build tree (pip install .)."""

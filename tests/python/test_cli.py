@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from bindings_util import build_dir
+from bindings_util import onyx_command
 from helpers import add_relu_model
 from onnx import numpy_helper
 
@@ -63,11 +63,7 @@ B = np.array([0.5, -1.0, 2.0], np.float32)  # add_relu_model's initializer
 @pytest.fixture(scope="module")
 def program() -> Path:
     """The build tree's `onyx` (PYTHONPATH=build/python), else the installed one."""
-    folder = build_dir()
-    path = folder / "onyx" if folder is not None else onyx_main.find_command()
-    if path is None or not path.is_file():
-        pytest.fail(f"the onyx program is missing ({path}): build it with `ninja -C build`")
-    return path
+    return onyx_command()
 
 
 def onyx_cli(program: Path, *args) -> subprocess.CompletedProcess:

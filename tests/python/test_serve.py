@@ -22,12 +22,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from bindings_util import build_dir
+from bindings_util import onyx_command
 from helpers import MODELS_DIR, add_relu_model, make_model
 from onnx import TensorProto, helper, numpy_helper
 
 import onyx
-import onyx.__main__ as onyx_main
 
 httpclient = pytest.importorskip(
     "tritonclient.http", reason="tritonclient is not installed (scripts/setup.sh installs tritonclient[http])"
@@ -47,10 +46,7 @@ NP_TO_PROTOCOL = {
 
 @pytest.fixture(scope="module")
 def program() -> Path:
-    folder = build_dir()
-    path = folder / "onyx" if folder is not None else onyx_main.find_command()
-    if path is None or not path.is_file():
-        pytest.fail(f"the onyx program is missing ({path}): build it with `ninja -C build`")
+    path = onyx_command()
     probe = subprocess.run([str(path), "version", "--verbose"], capture_output=True, text=True, timeout=60)
     if "server: not built" in probe.stdout:
         pytest.fail("this onyx was built without `onyx serve`: apt-get install libcpp-httplib-dev nlohmann-json3-dev")
