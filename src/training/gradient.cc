@@ -370,26 +370,21 @@ Result<std::vector<int32_t>> build_gradient(Graph& graph, int32_t y, const std::
 }
 
 Status expand_gradient_nodes(Graph& graph, const GradientOptions& options) {
-  bool any = false;
-  for (const Node& n : graph.nodes) any = any || (n.op_type == "Gradient" && n.domain == "ai.onnx.preview.training");
-  if (!any) return Status::ok();
-  std::vector<Node> nodes;
-  std::vector<Node> added;
-  int index = 0;
-  // Each Gradient node is replaced; the others stay in order.
+  // Each Gradient node is taken out; the others stay in order, and the
+  // backward nodes of each are appended after them.
   std::vector<Node> gradients;
+  std::vector<Node> forward;
   for (Node& node : graph.nodes) {
-    if (node.op_type == "Gradient" && node.domain == "ai.onnx.preview.training") {
-      gradients.push_back(std::move(node));
-    } else {
-      nodes.push_back(std::move(node));
-    }
+    const bool gradient = node.op_type == "Gradient" && node.domain == "ai.onnx.preview.training";
+    (gradient ? gradients : forward).push_back(std::move(node));
   }
-  graph.nodes = std::move(nodes);
-  for (const Node& gradient : gradients) {
+  graph.nodes = std::move(forward);
+  if (gradients.empty()) return Status::ok();
+  for (size_t index = 0; index < gradients.size(); ++index) {
+    const Node& gradient = gradients[index];
     const graph::Attribute* xs_attr = gradient.attribute("xs");
     const graph::Attribute* y_attr = gradient.attribute("y");
-    const std::string label = gradient.label(static_cast<size_t>(index));
+    const std::string label = gradient.label(index);
     if (xs_attr == nullptr || y_attr == nullptr) return invalid_model(label, ": Gradient needs attributes 'xs' and 'y'");
     const int32_t y = graph.find_value(y_attr->s);
     if (y < 0) return invalid_model(label, ": y '", y_attr->s, "' is not a value of the graph");
@@ -402,9 +397,7 @@ Status expand_gradient_nodes(Graph& graph, const GradientOptions& options) {
       if (x < 0) return invalid_model(label, ": x '", name, "' is not a value of the graph");
       xs.push_back(x);
     }
-    ++index;
-    GradientExpander expander(graph, added, "_grad" + std::to_string(graph.values.size()) + "/");
-    ONYX_ASSIGN_OR_RETURN(std::vector<int32_t> grads, expander.run(y, xs, options));
+    ONYX_ASSIGN_OR_RETURN(std::vector<int32_t> grads, build_gradient(graph, y, xs, options));
     for (size_t i = 0; i < grads.size(); ++i) {
       if (gradient.outputs[i] == kNoValue) continue;
       Node identity;
@@ -413,11 +406,10 @@ Status expand_gradient_nodes(Graph& graph, const GradientOptions& options) {
       identity.opset = identity.since_version = kGradientOpset;
       identity.inputs = {grads[i]};
       identity.outputs = {gradient.outputs[i]};
-      added.push_back(std::move(identity));
+      graph.nodes.push_back(std::move(identity));
     }
   }
-  nodes = std::move(graph.nodes);
-  for (Node& n : added) nodes.push_back(std::move(n));
+  std::vector<Node> nodes = std::move(graph.nodes);
   return graph::sort_nodes(graph, nodes);
 }
 
