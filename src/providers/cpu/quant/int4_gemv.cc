@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include "providers/cpu/math/fast_math.h"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define ONYX_INT4_AVX2 1
@@ -149,13 +151,8 @@ ONYX_AVX2_FMA void columns_range_avx2(const Int4Weights& w, const QuantizedRow& 
 
 #undef ONYX_AVX2_FMA
 
-bool cpu_has_avx2() {
-  static const bool supported = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return supported;
-}
+// The same test the element-wise kernels use.
+bool cpu_has_avx2() { return fast_math_detail::has_avx2_fma(); }
 #else
 bool cpu_has_avx2() { return false; }
 #endif
