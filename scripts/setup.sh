@@ -72,9 +72,11 @@ fi
 # and serve extras) runs onyx.ray's tests on a local cluster. mpi4py carries
 # gradients between the processes of data-parallel training. onnx-ir is what
 # onnxruntime's MatMulNBitsQuantizer needs (the interop tests of
-# onyx.quantization run it).
+# onyx.quantization run it). tokenizers is onyx.genai's Python tokenizer,
+# safetensors how its model builder reads Hugging Face weights, and
+# onnxruntime-genai the reference its tests and benchmark compare against.
 python_packages=(numpy onnx onnxruntime nanobind scikit-build-core pytest scikit-learn skl2onnx openvino tritonclient ray
-  mpi4py onnx-ir)
+  mpi4py onnx-ir tokenizers safetensors onnxruntime-genai)
 # What pip installs for a name above, where it needs extras.
 declare -A install_as=([tritonclient]="tritonclient[http]" [ray]="ray[data,serve]")
 mapfile -t missing < <("$venv/bin/python" - "${python_packages[@]}" <<'EOF'
@@ -92,10 +94,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "onyx setup: installing into $venv: ${to_install[*]}"
   "$venv/bin/python" -m pip install --disable-pip-version-check -q "${to_install[@]}"
 fi
-# PyTorch is only the reference of the training benchmark (bench/train_step.py),
-# and large: installed with --with-torch.
-if [[ " $* " == *" --with-torch "* ]] && ! "$venv/bin/python" -c 'import torch' 2>/dev/null; then
-  echo "onyx setup: installing torch into $venv (for bench/train_step.py)"
-  "$venv/bin/python" -m pip install --disable-pip-version-check -q torch
+# PyTorch and transformers are only references (the training benchmark
+# bench/train_step.py, transformers' generate() for onyx.genai's tests) and
+# large: installed with --with-torch.
+if [[ " $* " == *" --with-torch "* ]] && ! "$venv/bin/python" -c 'import torch, transformers' 2>/dev/null; then
+  echo "onyx setup: installing torch and transformers into $venv (references for training and generation)"
+  "$venv/bin/python" -m pip install --disable-pip-version-check -q torch transformers
 fi
 echo "onyx setup: build tools are in place; Python packages are in $venv (source $venv/bin/activate, or call $venv/bin/python)"

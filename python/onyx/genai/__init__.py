@@ -1,0 +1,1 @@
+"""Text generation with onnxruntime-genai's API shape (work in progress)."""
