@@ -14,7 +14,8 @@ declare -A allowed=(
   [providers]="providers optimizer training graph model tensor common"
   [session]="session providers optimizer training graph model tensor common"
   [training_api]="training_api session providers optimizer training graph model tensor common"
-  [capi]="capi session providers optimizer training graph model tensor common"
+  [genai]="genai session providers optimizer training graph model tensor common"
+  [capi]="capi genai training_api session providers optimizer training graph model tensor common"
 )
 status=0
 for layer in "${!allowed[@]}"; do

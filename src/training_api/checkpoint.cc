@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "training_api/json.h"
+#include "common/json.h"
 
 namespace onyx::training_api {
 

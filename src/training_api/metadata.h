@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "onyx/status.h"
-#include "training_api/json.h"
+#include "common/json.h"
 
 namespace onyx::training_api {
 

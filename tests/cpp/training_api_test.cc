@@ -12,15 +12,15 @@
 #include "model_builder.h"
 #include "onyx/session.h"
 #include "onyx/training.h"
-#include "training_api/json.h"
+#include "common/json.h"
 
 namespace onyx {
 namespace {
 
 using training::CheckpointState;
-using training_api::Json;
-using training_api::parse_json;
-using training_api::to_json;
+using onyx::Json;
+using onyx::parse_json;
+using onyx::to_json;
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::path(::testing::TempDir()) / ("onyx_training_api_" + name)).string();

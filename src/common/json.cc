@@ -1,11 +1,11 @@
-#include "training_api/json.h"
+#include "common/json.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
-namespace onyx::training_api {
+namespace onyx {
 
 const char* json_kind_name(Json::Kind kind) {
   switch (kind) {
@@ -554,4 +554,4 @@ Result<std::string> to_json(const Json& value) {
   return out;
 }
 
-}  // namespace onyx::training_api
+}  // namespace onyx

@@ -1,4 +1,4 @@
-// A small, strict JSON reader and writer for the training files' metadata:
+// A small, strict JSON reader and writer: the training files' metadata,
 // the checkpoint header and the "onyx.training" model metadata. The core may
 // not depend on third-party libraries, and these documents are small.
 //
@@ -15,7 +15,7 @@
 
 #include "onyx/status.h"
 
-namespace onyx::training_api {
+namespace onyx {
 
 class Json {
  public:
@@ -79,4 +79,4 @@ Result<Json> parse_json(std::string_view text);
 // and strings that are not UTF-8 are errors.
 Result<std::string> to_json(const Json& value);
 
-}  // namespace onyx::training_api
+}  // namespace onyx
