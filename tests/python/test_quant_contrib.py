@@ -1,5 +1,6 @@
 """The quantized com.microsoft operators (MatMulNBits, MatMulIntegerToFloat,
-DynamicQuantizeMatMul, QGemm, QLinear* element-wise ops, QLinearAveragePool): each one-node model runs on
+DynamicQuantizeMatMul, QGemm, QLinear* element-wise ops, QLinearAveragePool,
+GatherBlockQuantized): each one-node model runs on
 seeded random inputs through onnxruntime (CPU), the oracle for com.microsoft
 ops, and through onyx. Float outputs agree within rtol=1e-4; quantized outputs
 are equal, or at most one quantum apart where a test says why."""
@@ -15,7 +16,7 @@ onyx = pytest.importorskip("onyx")
 
 _ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
          np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8,
-         np.dtype(np.int32): TensorProto.INT32}
+         np.dtype(np.int32): TensorProto.INT32, np.dtype(np.int64): TensorProto.INT64}
 
 
 def _model(op_type, inputs, attrs, out_type, constants):
@@ -489,3 +490,57 @@ def test_qlinear_average_pool_wrong_zero_point_type():
     message = onyx_error("QLinearAveragePool", [x, s, np.array(3, np.int8), s, np.array(3, np.uint8)],
                          TensorProto.UINT8, {"kernel_shape": [2, 2]})
     assert "node" in message and "input x_zero_point" in message and "uint8" in message
+
+
+def _gather_block_inputs(rng, logical_shape, bits, block_size, zero_points, indices):
+    """uint8 codes packed 8 / bits to a byte along the last axis, scales per
+    block along it, and optionally packed zero points."""
+    per_byte = 8 // bits
+    codes = rng.integers(0, 2**bits, size=logical_shape).astype(np.uint8)
+    packed = np.zeros(logical_shape[:-1] + (logical_shape[-1] // per_byte,), np.uint8)
+    for j in range(per_byte):
+        packed |= (codes[..., j::per_byte] << (j * bits)).astype(np.uint8)
+    blocks = -(-logical_shape[-1] // block_size)
+    scales = rng.uniform(0.01, 0.1, size=logical_shape[:-1] + (blocks,)).astype(np.float32)
+    zp = None
+    if zero_points:
+        zp_codes = rng.integers(0, 2**bits, size=scales.shape).astype(np.uint8)
+        zp_bytes = -(-blocks // per_byte)
+        padded = np.zeros(scales.shape[:-1] + (zp_bytes * per_byte,), np.uint8)
+        padded[..., :blocks] = zp_codes
+        zp = np.zeros(scales.shape[:-1] + (zp_bytes,), np.uint8)
+        for j in range(per_byte):
+            zp |= (padded[..., j::per_byte] << (j * bits)).astype(np.uint8)
+    return [packed, indices, scales, zp]
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("block_size", [16, 32, 128])
+@pytest.mark.parametrize("zero_points", [False, True])
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_gather_block_quantized_embedding(bits, block_size, zero_points, index_type):
+    """The tied-embedding lookup of 4-bit decoders: rows of a [vocab, hidden]
+    table, by token ids of a [batch, sequence] input (negative ids wrap)."""
+    rng = np.random.default_rng(bits * 1000 + block_size)
+    indices = np.array([[0, 5, 11, -1], [3, 3, 7, -12]], index_type)
+    inputs = _gather_block_inputs(rng, (12, 256), bits, block_size, zero_points, indices)
+    check_float("GatherBlockQuantized", inputs, {"bits": bits, "block_size": block_size}, constants=(0, 2, 3),
+                rtol=0, atol=0)
+
+
+def test_gather_block_quantized_rank3():
+    rng = np.random.default_rng(3)
+    indices = np.array([2, 0], np.int64)
+    inputs = _gather_block_inputs(rng, (4, 3, 64), 4, 32, True, indices)
+    check_float("GatherBlockQuantized", inputs, {"bits": 4, "block_size": 32, "quantize_axis": 2}, rtol=0, atol=0)
+
+
+def test_gather_block_quantized_errors():
+    rng = np.random.default_rng(4)
+    inputs = _gather_block_inputs(rng, (8, 64), 4, 32, False, np.array([8], np.int64))
+    message = onyx_error("GatherBlockQuantized", inputs, TensorProto.FLOAT, {"bits": 4, "block_size": 32})
+    assert "indices holds 8, out of range [-8, 8)" in message
+    inputs = _gather_block_inputs(rng, (8, 64), 4, 32, False, np.array([1], np.int64))
+    inputs[2] = inputs[2][:, :1].copy()
+    message = onyx_error("GatherBlockQuantized", inputs, TensorProto.FLOAT, {"bits": 4, "block_size": 32})
+    assert "input scales is float[8,1], expected a float tensor of shape [8,2]" in message
