@@ -421,9 +421,14 @@ std::string info_to_string(const TypeAndShape& info) {
 }
 
 // Folds `inferred` into `declared`: the more precise of the two wins per dim;
-// an error when they can never agree.
+// an error when they can never agree. With `shape_is_hint` (the value_info of
+// an intermediate value whose inferred shape is a fact: a Constant's, which
+// exporters sometimes declare wrong; onnxruntime-genai's builder declares its
+// [1] constants as scalars), a shape that cannot agree gives way to the
+// inferred one, as onnxruntime's lenient merge lets it; element types must
+// still agree.
 Status merge_info(TypeAndShape& declared, const TypeAndShape& inferred, const std::string& where,
-                  const InferenceOptions& options) {
+                  const InferenceOptions& options, bool shape_is_hint = false) {
   using Kind = ValueType::Kind;
   TypeAndShape merged = declared;
   auto mismatch = [&]() -> Status {
@@ -445,16 +450,24 @@ Status merge_info(TypeAndShape& declared, const TypeAndShape& inferred, const st
     }
   }
   if (inferred.has_shape) {
-    if (!declared.has_shape) {
+    const bool conflict =
+        declared.has_shape &&
+        (declared.shape.size() != inferred.shape.size() ||
+         [&] {
+           for (size_t d = 0; d < declared.shape.size(); ++d) {
+             if (conflicting_dims(declared.shape[d], inferred.shape[d])) return true;
+           }
+           return false;
+         }());
+    if (!declared.has_shape || (conflict && shape_is_hint)) {
       merged.has_shape = true;
       merged.shape = inferred.shape;
-    } else if (declared.shape.size() != inferred.shape.size()) {
+    } else if (conflict) {
       return mismatch();
     } else {
       for (size_t d = 0; d < merged.shape.size(); ++d) {
         const Dim& got = inferred.shape[d];
         Dim& keep = merged.shape[d];
-        if (conflicting_dims(keep, got)) return mismatch();
         if (keep.is_known()) continue;
         if (got.is_known() || !got.symbol.empty()) keep = got;
       }
@@ -747,8 +760,10 @@ Status infer_graph(Graph& graph, const Scope* parent, const InferenceOptions& op
       const int32_t id = node.outputs[i];
       if (id == kNoValue) continue;
       ValueEntry& entry = graph.values[static_cast<size_t>(id)];
-      ONYX_RETURN_IF_ERROR(merge_info(entry.info, ctx.outputs_[i],
-                                      node.label(index) + ": output '" + entry.name + "'", options));
+      const bool exact_constant = node.op_type == "Constant" && domain.empty() &&
+                                  std::find(graph.outputs.begin(), graph.outputs.end(), id) == graph.outputs.end();
+      ONYX_RETURN_IF_ERROR(merge_info(entry.info, ctx.outputs_[i], node.label(index) + ": output '" + entry.name + "'",
+                                      options, exact_constant));
       if (ctx.output_values_[i]) scope.tracked[id] = std::move(*ctx.output_values_[i]);
     }
   }

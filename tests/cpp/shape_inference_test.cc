@@ -598,5 +598,19 @@ TEST(ShapeInference, BadValueIdsAreErrorsNotCrashes) {
   EXPECT_FALSE(infer_shapes(g.graph).is_ok());
 }
 
+// A Constant's shape is a fact: a value_info declaring it otherwise (as
+// onnxruntime-genai's builder declares its [1] constants scalars) gives way,
+// where any other node's would be an error.
+TEST(ShapeInference, ConstantShapeOverridesAWrongDeclaration) {
+  TestGraph g;
+  g.input("x", DataType::kInt64, dims({2}));
+  g.declare("one", DataType::kInt64, dims({}));
+  g.node("Constant", {}, {"one"}, {tensor_attr("value", Tensor::from_vector<int64_t>({1}, {1}))});
+  g.node("Add", {"x", "one"}, {"y"});
+  g.infer();
+  EXPECT_EQ(g.shape("one"), "[1]");
+  EXPECT_EQ(g.shape("y"), "[2]");
+}
+
 }  // namespace
 }  // namespace onyx::graph
