@@ -238,6 +238,35 @@ TEST(OptimizerTranspose, ComposesTwoTransposes) {
   EXPECT_EQ(r.after->nodes[0].attribute("perm")->ints, (std::vector<int64_t>{2, 0, 1, 3}));
 }
 
+// Gather(Transpose(w), ids) gathers from w on the matching axis and
+// transposes only the gathered rows: the tied embedding of a decoder, whose
+// [hidden, vocab] lm_head weight is read through a Transpose.
+TEST(OptimizerTranspose, GathersBeforeTransposing) {
+  const std::vector<std::pair<std::vector<int64_t>, int64_t>> cases = {
+      {{1, 0}, 0}, {{2, 0, 1}, 0}, {{0, 2, 1}, 1}, {{1, 2, 0}, 2}, {{2, 1, 0}, -1}};
+  for (const auto& [perm, axis] : cases) {
+    const auto rank = static_cast<int64_t>(perm.size());
+    std::vector<int64_t> dims = {5, 6, 7};
+    dims.resize(static_cast<size_t>(rank));
+    ModelBuilder b(13);
+    // w an input: a constant this small would be folded first.
+    b.input("w", dims).input("ids", {2, 3}, 7).output("y");
+    b.node("Transpose", {"w"}, {"wt"});
+    attrs(b, {ints_attr("perm", perm)});
+    b.node("Gather", {"wt", "ids"}, {"y"});
+    attrs(b, {int_attr("axis", axis)});
+    const int64_t a = axis < 0 ? axis + rank : axis;
+    const int64_t rows = dims[static_cast<size_t>(perm[static_cast<size_t>(a)])];
+    std::vector<int64_t> ids = {0, rows - 1, 2, 1, -1, 3};
+    auto r = optimize_and_compare(b, {random_tensor(dims, 130), Tensor::from_vector<int64_t>(ids, {2, 3})},
+                                  GraphOptimizationLevel::kEnableBasic);
+    ASSERT_TRUE(r.after);
+    ASSERT_EQ(r.after->nodes.size(), 2u) << "perm size " << rank << " axis " << axis;
+    EXPECT_EQ(r.after->nodes[0].op_type, "Gather");
+    EXPECT_EQ(r.after->nodes[1].op_type, "Transpose");
+  }
+}
+
 TEST(OptimizerTranspose, LeavesSharedValuesAndOtherEnds) {
   {
     // The Relu's result is also a graph output: moving would change it.

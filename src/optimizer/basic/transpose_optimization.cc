@@ -5,7 +5,12 @@
 //  - a Transpose followed by element-wise ops that lead to another Transpose
 //    moves past them, one op per sweep, until the two meet. Element-wise ops
 //    are unary ones, and binary ones whose other operand is a constant (a
-//    scalar, or a tensor of full rank that is transposed back here).
+//    scalar, or a tensor of full rank that is transposed back here);
+//  - Gather(Transpose(x), indices) becomes Transpose(Gather(x, indices)) on
+//    the matching axis of x: only the gathered rows are transposed. A decoder
+//    with tied embeddings gathers its token rows from the transposed lm_head
+//    weight: [vocab, hidden], which would otherwise be transposed whole on
+//    every run (or folded into a second copy of the weight).
 #include <cstring>
 
 #include "optimizer/pass.h"
@@ -103,6 +108,7 @@ class TransposeOptimization final : public Pass {
         return patch;
       }
     }
+    if (std::optional<Patch> gather = gather_first(ctx, index, *perm)) return gather;
     // Move past the element-wise op reading y, when a chain of them ends at a Transpose.
     if (!leads_to_transpose(ctx, y)) return std::nullopt;
     const size_t op_index = ctx.consumers(y)[0];
@@ -138,6 +144,58 @@ class TransposeOptimization final : public Pass {
   }
 
  private:
+  // Gather(Transpose(x, perm), indices, axis a) == Transpose(Gather(x, indices,
+  // axis perm[a]), back): x's axes keep their order around the indices' axes
+  // in the Gather's result, and `back` puts them where perm had them.
+  static std::optional<Patch> gather_first(const PassContext& ctx, size_t index, const std::vector<int64_t>& perm) {
+    const graph::Node& t = ctx.node(index);
+    const int32_t y = t.outputs[0];
+    const auto& users = ctx.consumers(y);
+    if (users.size() != 1 || ctx.is_pinned(y)) return std::nullopt;
+    const graph::Node& gather = ctx.node(users[0]);
+    if (!is_op(gather, "Gather") || gather.inputs.size() != 2 || gather.inputs[0] != y || gather.inputs[1] == y)
+      return std::nullopt;
+    const graph::TypeAndShape& idx = ctx.info(gather.inputs[1]);
+    if (!idx.has_shape) return std::nullopt;
+    const auto rank = static_cast<int64_t>(perm.size());
+    int64_t a = attribute_int(gather, "axis", 0);
+    if (a < 0) a += rank;
+    if (a < 0 || a >= rank) return std::nullopt;
+    const int64_t b = perm[static_cast<size_t>(a)];
+    const auto q = static_cast<int64_t>(idx.shape.size());
+    // Where axis k of x lands in Gather(x, indices, axis b).
+    auto position = [&](int64_t k) { return k < b ? k : k + q - 1; };
+    std::vector<int64_t> back;
+    for (int64_t i = 0; i < a; ++i) back.push_back(position(perm[static_cast<size_t>(i)]));
+    for (int64_t j = 0; j < q; ++j) back.push_back(b + j);
+    for (int64_t i = a + 1; i < rank; ++i) back.push_back(position(perm[static_cast<size_t>(i)]));
+    const int32_t z = gather.outputs[0];
+    graph::TypeAndShape info;
+    info.type = ctx.info(z).type;
+    const graph::TypeAndShape& xi = ctx.info(t.inputs[0]);
+    if (xi.has_shape) {
+      info.has_shape = true;
+      info.shape.assign(xi.shape.begin(), xi.shape.begin() + b);
+      info.shape.insert(info.shape.end(), idx.shape.begin(), idx.shape.end());
+      info.shape.insert(info.shape.end(), xi.shape.begin() + b + 1, xi.shape.end());
+    }
+    Patch patch;
+    const int32_t gathered = patch.new_value(ctx.graph().value_name(z) + "_untransposed", info);
+    graph::Node first = gather;
+    first.inputs = {t.inputs[0], gather.inputs[1]};
+    first.outputs = {gathered};
+    first.attributes["axis"] = graph::Attribute::make_int("axis", b);
+    graph::Node transpose = t;
+    transpose.inputs = {gathered};
+    transpose.outputs = {z};
+    transpose.attributes["perm"] = graph::Attribute::make_ints("perm", back);
+    patch.remove(index);
+    patch.remove(users[0]);
+    patch.add_nodes.push_back(std::move(first));
+    patch.add_nodes.push_back(std::move(transpose));
+    return patch;
+  }
+
   // True when `value` feeds (as its only use) a chain of element-wise ops,
   // each the only reader of the one before, whose end feeds a Transpose.
   bool leads_to_transpose(const PassContext& ctx, int32_t value) const {
