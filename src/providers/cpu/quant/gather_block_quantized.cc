@@ -104,7 +104,6 @@ class GatherBlockQuantizedKernel final : public Kernel {
     int64_t q_stride = 1;  // logical elements between neighbours along quantize_axis
     for (int64_t d = qa + 1; d < rank; ++d) q_stride *= logical[static_cast<size_t>(d)];
 
-    const std::vector<float> scale = read_floats(*scales);
     const uint8_t* codes = static_cast<const uint8_t*>(data->raw_data());
     const uint8_t* zps = zero_points ? static_cast<const uint8_t*>(zero_points->raw_data()) : nullptr;
     const int64_t mask = (int64_t{1} << bits_) - 1;
@@ -120,28 +119,37 @@ class GatherBlockQuantizedKernel final : public Kernel {
     const int64_t scales_last = scales_shape[static_cast<size_t>(rank - 1)];
     const int64_t zp_row = packed ? (scales_last + per_byte - 1) / per_byte : scales_last;  // zero-point bytes per last-axis row
 
-    std::vector<float> out(static_cast<size_t>(outer * static_cast<int64_t>(idx.size()) * inner));
-    size_t o = 0;
-    for (int64_t a = 0; a < outer; ++a) {
-      for (int64_t i : idx) {
-        const int64_t base = (a * gdim + i) * inner;
-        for (int64_t e = 0; e < inner; ++e) {
-          const int64_t f = base + e;
-          const int64_t q = (f / q_stride) % qdim;
-          const int64_t s = ((f / (q_stride * qdim)) * qblocks + q / block_size_) * q_stride + f % q_stride;
-          int32_t zero = default_zero;
-          if (zps != nullptr) {
-            // The zero point of scale element s, packed like data along the last axis.
-            const int64_t row = s / scales_last, col = s % scales_last;
-            zero = packed ? static_cast<int32_t>((zps[row * zp_row + col / per_byte] >> ((col % per_byte) * bits_)) & mask)
-                          : code_at(zps, s);
+    Tensor& output = ctx.allocate_output(0, scales->dtype(), out_shape);
+    // Only the gathered elements and their scales are read: the table may be
+    // a decoder's whole vocabulary.
+    return dispatch_float(scales->dtype(), [&](auto tag) -> Status {
+      using T = typename decltype(tag)::type;
+      const T* scale = scales->data<T>();
+      T* out = output.data<T>();
+      int64_t o = 0;
+      for (int64_t a = 0; a < outer; ++a) {
+        for (int64_t i : idx) {
+          const int64_t base = (a * gdim + i) * inner;
+          for (int64_t e = 0; e < inner; ++e) {
+            const int64_t f = base + e;
+            const int64_t q = (f / q_stride) % qdim;
+            const int64_t s = ((f / (q_stride * qdim)) * qblocks + q / block_size_) * q_stride + f % q_stride;
+            int32_t zero = default_zero;
+            if (zps != nullptr) {
+              // The zero point of scale element s, packed like data along the last axis.
+              const int64_t row = s / scales_last, col = s % scales_last;
+              zero =
+                  packed
+                      ? static_cast<int32_t>((zps[row * zp_row + col / per_byte] >> ((col % per_byte) * bits_)) & mask)
+                      : code_at(zps, s);
+            }
+            const float sc = static_cast<float>(static_cast<compute_t<T>>(scale[s]));
+            out[o++] = static_cast<T>(static_cast<compute_t<T>>(static_cast<float>(code_at(codes, f) - zero) * sc));
           }
-          out[o++] = static_cast<float>(code_at(codes, f) - zero) * scale[static_cast<size_t>(s)];
         }
       }
-    }
-    write_floats(ctx.allocate_output(0, scales->dtype(), out_shape), out.data(), static_cast<int64_t>(out.size()));
-    return Status::ok();
+      return Status::ok();
+    });
   }
 
  private:
