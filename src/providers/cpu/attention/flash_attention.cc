@@ -27,7 +27,12 @@ struct VectorOps {
   float (*dot)(const float* a, const float* b, int64_t n);
   void (*axpy)(float alpha, const float* x, float* y, int64_t n);         // y += alpha * x
   void (*dequantize)(const int8_t* q, float scale, float* y, int64_t n);  // y = scale * q
+  float (*max)(const float* x, int64_t n);                                // -inf for n == 0
+  float (*exp_sum)(float* x, float shift, int64_t n);                     // x = exp(x - shift), returns the sum
 };
+
+float max_portable(const float* x, int64_t n) { return max_array(x, n); }
+float exp_sum_portable(float* x, float shift, int64_t n) { return fast_exp_shifted_sum(x, shift, x, n); }
 
 float dot_portable(const float* a, const float* b, int64_t n) {
   // Four partial sums, as the vector versions keep lanes.
@@ -88,6 +93,32 @@ ONYX_AVX2 void dequantize_avx2(const int8_t* q, float scale, float* y, int64_t n
     _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_cvtepi32_ps(w), vs));
   }
   for (; i < n; ++i) y[i] = scale * static_cast<float>(q[i]);
+}
+
+ONYX_AVX2 float max_avx2(const float* x, int64_t n) {
+  __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  float r = _mm_cvtss_f32(h);
+  for (; i < n; ++i) r = std::max(r, x[i]);
+  return r;
+}
+
+ONYX_AVX2 float exp_sum_avx2(float* x, float shift, int64_t n) {
+  const __m256 vs = _mm256_set1_ps(shift);
+  __m256 sum = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = fast_math_detail::exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs));
+    _mm256_storeu_ps(x + i, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  float r = sum8(sum);
+  for (; i < n; ++i) r += (x[i] = fast_exp(x[i] - shift));
+  return r;
 }
 
 // GCC 12's plain forms of some AVX-512 intrinsics merge into an undefined
@@ -188,11 +219,12 @@ AttentionIsa resolve(AttentionIsa isa) {
 
 VectorOps ops_for(AttentionIsa isa) {
 #if defined(ONYX_ATTENTION_X86)
-  if (isa == AttentionIsa::kAvx512) return {dot_avx512, axpy_avx512, dequantize_avx512};
-  if (isa == AttentionIsa::kAvx2) return {dot_avx2, axpy_avx2, dequantize_avx2};
+  // fast_math's max and exp-sum are AVX-512 where the CPU has it.
+  if (isa == AttentionIsa::kAvx512) return {dot_avx512, axpy_avx512, dequantize_avx512, max_portable, exp_sum_portable};
+  if (isa == AttentionIsa::kAvx2) return {dot_avx2, axpy_avx2, dequantize_avx2, max_avx2, exp_sum_avx2};
 #endif
   (void)isa;
-  return {dot_portable, axpy_portable, dequantize_portable};
+  return {dot_portable, axpy_portable, dequantize_portable, max_portable, exp_sum_portable};
 }
 
 // Row j of the (b, kv head) cache as floats: in place for a float cache,
@@ -273,10 +305,10 @@ void attend_rows(const GroupedAttention& p, const VectorOps& ops, int64_t b, int
     float* qk = p.qk ? p.qk + ((b * p.heads + h) * p.seq + i) * p.qk_row + range.first : nullptr;
     if (qk && p.qk_kind == 1) std::copy(row, row + n, qk);
     adjust_scores(p, b, h, i, range.first, row, n);
-    float peak = max_array(row, n);
+    float peak = ops.max(row, n);
     const bool extra = has_extra_logit(p);
     if (extra) peak = std::max(peak, extra_logit(p, h));
-    float sum = fast_exp_shifted_sum(row, peak, row, n);
+    float sum = ops.exp_sum(row, peak, n);
     if (extra) sum += std::exp(extra_logit(p, h) - peak);
     scale_array(row, 1.0f / sum, n);
     if (qk && p.qk_kind == 2) std::copy(row, row + n, qk);
@@ -339,11 +371,11 @@ void attend_block(const GroupedAttention& p, const VectorOps& ops, int64_t b, in
       }
       adjust_scores(p, b, h, i, j0 + a, row + a, e - a);
       float& m = s.m[static_cast<size_t>(r)];
-      const float peak = std::max(m, max_array(row + a, e - a));
+      const float peak = std::max(m, ops.max(row + a, e - a));
       const float rescale = m == peak ? 1.0f : std::exp(m - peak);
       std::fill(row, row + a, 0.0f);
       std::fill(row + e, row + nk, 0.0f);
-      const float sum = fast_exp_shifted_sum(row + a, peak, row + a, e - a);
+      const float sum = ops.exp_sum(row + a, peak, e - a);
       s.l[static_cast<size_t>(r)] = s.l[static_cast<size_t>(r)] * rescale + sum;
       m = peak;
       if (rescale != 1.0f) scale_array(s.acc.data() + r * head, rescale, head);

@@ -193,8 +193,21 @@ class GroupQueryAttentionKernel final : public Kernel {
     // Positions of the new tokens for rotary embedding: a first prompt counts
     // from position_ids[0][0] (or 0), later steps take position_ids as given
     // (or count on from the cached rows).
-    const std::vector<float> cos_f = do_rotary_ ? read_floats(*cos_cache) : std::vector<float>();
-    const std::vector<float> sin_f = do_rotary_ ? read_floats(*sin_cache) : std::vector<float>();
+    // float32 tables are read in place: they are [max_sequence, rotary_dim / 2].
+    std::vector<float> cos_storage, sin_storage;
+    const float* cos_f = nullptr;
+    const float* sin_f = nullptr;
+    if (do_rotary_) {
+      if (dtype == DataType::kFloat) {
+        cos_f = cos_cache->data<float>();
+        sin_f = sin_cache->data<float>();
+      } else {
+        cos_storage = read_floats(*cos_cache);
+        sin_storage = read_floats(*sin_cache);
+        cos_f = cos_storage.data();
+        sin_f = sin_storage.data();
+      }
+    }
     std::vector<int64_t> positions;
     if (do_rotary_) {
       positions.resize(static_cast<size_t>(batch * seq));
@@ -212,8 +225,8 @@ class GroupQueryAttentionKernel final : public Kernel {
       }
     }
     auto rotate = [&](float* x, int64_t position) {
-      const float* c = cos_f.data() + position * rotary_half;
-      const float* sn = sin_f.data() + position * rotary_half;
+      const float* c = cos_f + position * rotary_half;
+      const float* sn = sin_f + position * rotary_half;
       for (int64_t i = 0; i < rotary_half; ++i) {
         const int64_t i1 = rotary_interleaved_ ? 2 * i : i;
         const int64_t i2 = rotary_interleaved_ ? 2 * i + 1 : i + rotary_half;
