@@ -30,6 +30,10 @@ class NodeContext final : public KernelContext {
       v = Value(std::move(*placed));
       return v.tensor();
     }
+    if (const Tensor* bound = bound_destination(i, dtype, shape)) {
+      v = Value(*bound);
+      return v.tensor();
+    }
     // A graph output's buffer goes to the caller: never from a run's pattern block.
     Allocator* from = allocator();
     if (step_.outputs[i] != graph::kNoValue && frame_.plan->is_output[static_cast<size_t>(step_.outputs[i])]) {
@@ -49,6 +53,8 @@ class NodeContext final : public KernelContext {
       if (p.output == output) return nullptr;  // it goes into a Concat's output instead
     }
     if (step_.concat_placement >= 0) return nullptr;
+    // An output bound to the caller's tensor is written there instead.
+    if (find_destination(output) != nullptr) return nullptr;
     // A graph output goes to the caller: it must not hold a run's pattern block.
     if (state_.host_allocator != nullptr && frame_.plan->is_output[static_cast<size_t>(step_.outputs[output])]) {
       return nullptr;
@@ -118,6 +124,28 @@ class NodeContext final : public KernelContext {
       return &scratch_tensor_;
     }
     return nullptr;
+  }
+
+  // The caller's tensor bound to output i of the main graph, or nullptr.
+  const Tensor* find_destination(size_t i) const {
+    if (state_.destination_plan != frame_.plan || i >= step_.outputs.size() || step_.outputs[i] == graph::kNoValue) {
+      return nullptr;
+    }
+    for (const auto& [slot, tensor] : state_.output_destinations) {
+      if (slot == step_.outputs[i]) return &tensor;
+    }
+    return nullptr;
+  }
+
+  // The bound tensor of output i when the kernel asks for exactly its type and
+  // shape in the memory the kernel's provider writes; nullptr otherwise.
+  const Tensor* bound_destination(size_t i, DataType dtype, const Shape& shape) const {
+    const Tensor* bound = find_destination(i);
+    if (bound == nullptr || dtype == DataType::kString || bound->dtype() != dtype || bound->shape() != shape ||
+        bound->device() != step_.provider->allocator()->device()) {
+      return nullptr;
+    }
+    return bound;
   }
 
   Value& output_slot(size_t i) {

@@ -77,6 +77,14 @@ struct RunState {
   // Where host kernels allocate (a memory-pattern allocator), when not their
   // provider's allocator; main-graph outputs never come from it.
   Allocator* host_allocator = nullptr;
+  // Outputs of the plan `destination_plan` (the main graph) that the caller
+  // bound to tensors of its own (IoBinding), by slot: a kernel that asks for
+  // such an output with the bound type, shape and device is handed the bound
+  // tensor and writes it in place (a KV cache bound as both a past input and
+  // a present output is appended to where it lies). Otherwise the output is
+  // allocated as usual and the caller copies it over.
+  const GraphPlan* destination_plan = nullptr;
+  std::vector<std::pair<int32_t, Tensor>> output_destinations;
 };
 
 // Runs `plan` with `inputs` bound to its graph inputs in order (missing

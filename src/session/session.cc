@@ -48,8 +48,11 @@ struct InferenceSession::Impl {
   Status run(const std::vector<std::string>& output_names, const Feeds& feeds, const RunOptions& run_options,
              std::vector<Value>* outputs) const;
   // Runs and leaves output i where `devices[i]` says (nullptr: the host).
+  // `destinations[i]`, when given and not null, is a tensor of the caller's
+  // that kernels write output i into when they make it with its type and shape.
   Status run_to(const std::vector<std::string>& output_names, const Feeds& feeds, const RunOptions& run_options,
-                const std::vector<const Device*>& devices, std::vector<Value>* outputs) const;
+                const std::vector<const Device*>& devices, std::vector<Value>* outputs,
+                const std::vector<const Tensor*>& destinations = {}) const;
   const ExecutionProvider* provider_for(const Device& device) const;
 };
 
@@ -262,7 +265,8 @@ const ExecutionProvider* InferenceSession::Impl::provider_for(const Device& devi
 
 Status InferenceSession::Impl::run_to(const std::vector<std::string>& output_names, const Feeds& feeds,
                                       const RunOptions& run_options, const std::vector<const Device*>& devices,
-                                      std::vector<Value>* result) const {
+                                      std::vector<Value>* result,
+                                      const std::vector<const Tensor*>& destinations) const {
   // Bind feeds to graph inputs by name.
   std::vector<const Value*> bound(graph->inputs.size(), nullptr);
   for (const auto& [name, value] : feeds) {
@@ -312,6 +316,12 @@ Status InferenceSession::Impl::run_to(const std::vector<std::string>& output_nam
   state.pool = pool.get();
   state.profiler = profiler.get();
   state.transfers = &transfers;
+  state.destination_plan = plan.get();
+  for (size_t k = 0; k < wanted.size() && k < destinations.size(); ++k) {
+    if (destinations[k] != nullptr && destinations[k]->defined()) {
+      state.output_destinations.emplace_back(plan->output_slots[wanted[k]], *destinations[k]);
+    }
+  }
   // Memory pattern: keyed by the feeds' types and shapes.
   std::shared_ptr<Allocator> pattern;
   std::string signature;
@@ -456,9 +466,13 @@ std::vector<std::string> IoBinding::output_names() const {
 
 void InferenceSession::run_with_binding(IoBinding& binding, const RunOptions& run_options) const {
   std::vector<const Device*> devices;
-  for (const IoBinding::Output& o : binding.outputs_) devices.push_back(&o.device);
+  std::vector<const Tensor*> destinations;
+  for (const IoBinding::Output& o : binding.outputs_) {
+    devices.push_back(&o.device);
+    destinations.push_back(&o.destination);
+  }
   std::vector<Value> results;
-  throw_if_error(impl_->run_to(binding.output_names(), binding.inputs_, run_options, devices, &results));
+  throw_if_error(impl_->run_to(binding.output_names(), binding.inputs_, run_options, devices, &results, destinations));
   for (size_t k = 0; k < results.size() && k < binding.outputs_.size(); ++k) {
     Tensor& destination = binding.outputs_[k].destination;
     if (!destination.defined()) continue;

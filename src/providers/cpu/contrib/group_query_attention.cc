@@ -2,13 +2,28 @@
 // heads share one key/value head, with a KV cache (past_key/past_value in,
 // present_key/present_value out, per-batch lengths in seqlens_k), optional
 // rotary embedding of Q and K, local window, softcap, smooth softmax / head
-// sinks, an additive attention bias and the QK scores output. Quantized caches,
-// Q/K RMS norms, query_seqlens and window-sized caches are not supported.
+// sinks, an additive attention bias and the QK scores output. onnxruntime's
+// quantized caches (PER_TENSOR, PER_CHANNEL with k_scale/v_scale), Q/K RMS
+// norms, query_seqlens and window-sized caches are not supported.
+//
+// The cache is used in place: when present_key is bound to past_key's own
+// buffer (onnxruntime-genai's past_present_share_buffer, through IoBinding)
+// only the new rows are written, and past rows are always read where they lie
+// (float32 and int8 caches).
+//
+// onyx's own extension, k_quant_type = v_quant_type = "PER_TOKEN": the caches
+// (past_key, past_value, present_key, present_value) are int8 tensors
+// [batch, kv_heads, max_length, head + 4], each row `head` int8 values
+// (symmetric, round-to-nearest, scale = max|x| / 127) followed by that row's
+// float32 scale in its last 4 bytes. New rows are quantized as they are
+// appended (after rotary); attention dequantizes them as it reads.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "providers/cpu/attention/flash_attention.h"
 #include "providers/cpu/contrib/float_io.h"
 #include "providers/cpu/tensor/tensor_util.h"
 
@@ -41,9 +56,20 @@ class GroupQueryAttentionKernel final : public Kernel {
     if (info.attr_int("sliding_window_cache", 0) != 0) {
       throw Error(not_implemented(info.label(), ": sliding_window_cache is not supported"));
     }
-    for (const char* name : {"k_quant_type", "v_quant_type"}) {
-      if (info.attr_string(name, "NONE") != "NONE") throw Error(not_implemented(info.label(), ": quantized KV cache (", name, ") is not supported"));
+    const std::string k_quant = info.attr_string("k_quant_type", "NONE"),
+                      v_quant = info.attr_string("v_quant_type", "NONE");
+    for (const std::string& kind : {k_quant, v_quant}) {
+      if (kind != "NONE" && kind != "PER_TOKEN") {
+        throw Error(
+            not_implemented(info.label(), ": quantized KV cache ", kind,
+                            " is not supported (k_quant_type and v_quant_type may be NONE or onyx's PER_TOKEN)"));
+      }
     }
+    if (k_quant != v_quant) {
+      throw Error(not_implemented(info.label(), ": k_quant_type ", k_quant, " and v_quant_type ", v_quant,
+                                  " differ; an int8 PER_TOKEN cache quantizes both"));
+    }
+    quantized_ = k_quant == "PER_TOKEN";
   }
 
   Status compute(KernelContext& ctx) const override {
@@ -69,16 +95,22 @@ class GroupQueryAttentionKernel final : public Kernel {
       return invalid_argument(ctx.label(), ": input query is ", describe_or_missing(query), ", expected a float [batch, sequence, hidden]");
     }
     const DataType dtype = query->dtype();
+    const DataType cache_dtype = quantized_ ? DataType::kInt8 : dtype;
     for (const auto& [t, name] : {std::pair<const Tensor*, const char*>{key, "key"}, {value, "value"}, {past_key, "past_key"},
                                   {past_value, "past_value"}, {cos_cache, "cos_cache"}, {sin_cache, "sin_cache"},
                                   {attn_bias, "attention_bias"}, {head_sink, "head_sink"}}) {
-      if (t != nullptr && t->dtype() != dtype) {
+      const bool is_cache = t == past_key || t == past_value;
+      if (t != nullptr && is_cache && t->dtype() != cache_dtype) {
+        return invalid_argument(ctx.label(), ": input ", name, " has type ", dtype_name(t->dtype()), ", expected ",
+                                quantized_ ? "int8 (k_quant_type and v_quant_type are PER_TOKEN)" : dtype_name(dtype),
+                                quantized_ ? "" : " like query");
+      }
+      if (t != nullptr && !is_cache && t->dtype() != dtype) {
         return invalid_argument(ctx.label(), ": input ", name, " has type ", dtype_name(t->dtype()), ", expected ", dtype_name(dtype),
                                 " like query");
       }
     }
     const int64_t batch = query->dim(0), seq = query->dim(1), heads = num_heads_, kv_heads = kv_num_heads_;
-    const int64_t group = heads / kv_heads;
     const bool packed = key == nullptr;
     int64_t head = 0;
     if (packed) {
@@ -101,10 +133,14 @@ class GroupQueryAttentionKernel final : public Kernel {
     if ((past_key == nullptr) != (past_value == nullptr)) return invalid_argument(ctx.label(), ": past_key and past_value must be given together");
     int64_t past_capacity = 0;
     if (past_key != nullptr) {
-      if (past_key->rank() != 4 || past_key->dim(0) != batch || past_key->dim(1) != kv_heads || past_key->dim(3) != head ||
-          past_value->shape() != past_key->shape()) {
-        return invalid_argument(ctx.label(), ": inputs past_key ", past_key->describe(), " and past_value ", past_value->describe(),
-                                ", expected two [", batch, ", ", kv_heads, ", past_sequence, ", head, "]");
+      // An int8 row holds the head's values and then its float scale.
+      const int64_t row = quantized_ ? head + attention::kInt8RowExtraBytes : head;
+      if (past_key->rank() != 4 || past_key->dim(0) != batch || past_key->dim(1) != kv_heads ||
+          past_key->dim(3) != row || past_value->shape() != past_key->shape()) {
+        return invalid_argument(
+            ctx.label(), ": inputs past_key ", past_key->describe(), " and past_value ", past_value->describe(),
+            ", expected two [", batch, ", ", kv_heads, ", past_sequence, ", row, "]",
+            quantized_ ? str_cat(" (head size ", head, " + 4 bytes of scale per int8 row)") : std::string());
       }
       past_capacity = past_key->dim(2);
     }
@@ -157,8 +193,21 @@ class GroupQueryAttentionKernel final : public Kernel {
     // Positions of the new tokens for rotary embedding: a first prompt counts
     // from position_ids[0][0] (or 0), later steps take position_ids as given
     // (or count on from the cached rows).
-    const std::vector<float> cos_f = do_rotary_ ? read_floats(*cos_cache) : std::vector<float>();
-    const std::vector<float> sin_f = do_rotary_ ? read_floats(*sin_cache) : std::vector<float>();
+    // float32 tables are read in place: they are [max_sequence, rotary_dim / 2].
+    std::vector<float> cos_storage, sin_storage;
+    const float* cos_f = nullptr;
+    const float* sin_f = nullptr;
+    if (do_rotary_) {
+      if (dtype == DataType::kFloat) {
+        cos_f = cos_cache->data<float>();
+        sin_f = sin_cache->data<float>();
+      } else {
+        cos_storage = read_floats(*cos_cache);
+        sin_storage = read_floats(*sin_cache);
+        cos_f = cos_storage.data();
+        sin_f = sin_storage.data();
+      }
+    }
     std::vector<int64_t> positions;
     if (do_rotary_) {
       positions.resize(static_cast<size_t>(batch * seq));
@@ -176,8 +225,8 @@ class GroupQueryAttentionKernel final : public Kernel {
       }
     }
     auto rotate = [&](float* x, int64_t position) {
-      const float* c = cos_f.data() + position * rotary_half;
-      const float* sn = sin_f.data() + position * rotary_half;
+      const float* c = cos_f + position * rotary_half;
+      const float* sn = sin_f + position * rotary_half;
       for (int64_t i = 0; i < rotary_half; ++i) {
         const int64_t i1 = rotary_interleaved_ ? 2 * i : i;
         const int64_t i2 = rotary_interleaved_ ? 2 * i + 1 : i + rotary_half;
@@ -187,113 +236,194 @@ class GroupQueryAttentionKernel final : public Kernel {
       }
     };
 
-    // Q [batch, heads, seq, head]; the cache [batch, kv_heads, present_len, head]
-    // holds the cached rows then the new (rotated) keys and values; the rest is 0.
-    const std::vector<float> qf = read_floats(*query);
-    const std::vector<float> kf = packed ? std::vector<float>() : read_floats(*key);
-    const std::vector<float> vf = packed ? std::vector<float>() : read_floats(*value);
+    // Q [batch, heads, seq, head] and the new keys and values [batch,
+    // kv_heads, seq, head], as floats, queries and keys rotated.
+    std::vector<float> q_in, k_in, v_in;
+    auto floats_of = [&](const Tensor* t, std::vector<float>& storage) -> const float* {
+      if (t == nullptr) return nullptr;
+      if (dtype == DataType::kFloat) return t->data<float>();
+      storage = read_floats(*t);
+      return storage.data();
+    };
+    const float* qf = floats_of(query, q_in);
+    const float* kf = floats_of(key, k_in);
+    const float* vf = floats_of(value, v_in);
     const int64_t q_stride = packed ? (heads + 2 * kv_heads) * head : heads * head;  // per token
     std::vector<float> q(static_cast<size_t>(batch * heads * seq * head));
-    std::vector<float> k_cache(static_cast<size_t>(batch * kv_heads * present_len * head), 0.0f);
-    std::vector<float> v_cache(k_cache.size(), 0.0f);
-    const std::vector<float> pk = past_key ? read_floats(*past_key) : std::vector<float>();
-    const std::vector<float> pv = past_value ? read_floats(*past_value) : std::vector<float>();
+    std::vector<float> new_k(static_cast<size_t>(batch * kv_heads * seq * head)), new_v(new_k.size());
     for (int64_t b = 0; b < batch; ++b) {
-      const int64_t past = past_rows[static_cast<size_t>(b)];
       for (int64_t s = 0; s < seq; ++s) {
-        const float* token = qf.data() + (b * seq + s) * q_stride;
+        const float* token = qf + (b * seq + s) * q_stride;
         for (int64_t n = 0; n < heads; ++n) {
           float* dst = q.data() + ((b * heads + n) * seq + s) * head;
           std::copy(token + n * head, token + (n + 1) * head, dst);
           if (do_rotary_) rotate(dst, positions[static_cast<size_t>(b * seq + s)]);
         }
         for (int64_t n = 0; n < kv_heads; ++n) {
-          const float* ks = packed ? token + (heads + n) * head : kf.data() + ((b * seq + s) * kv_heads + n) * head;
-          const float* vs = packed ? token + (heads + kv_heads + n) * head : vf.data() + ((b * seq + s) * kv_heads + n) * head;
-          float* kd = k_cache.data() + ((b * kv_heads + n) * present_len + past + s) * head;
-          float* vd = v_cache.data() + ((b * kv_heads + n) * present_len + past + s) * head;
+          const float* ks = packed ? token + (heads + n) * head : kf + ((b * seq + s) * kv_heads + n) * head;
+          const float* vs = packed ? token + (heads + kv_heads + n) * head : vf + ((b * seq + s) * kv_heads + n) * head;
+          float* kd = new_k.data() + ((b * kv_heads + n) * seq + s) * head;
           std::copy(ks, ks + head, kd);
-          std::copy(vs, vs + head, vd);
+          std::copy(vs, vs + head, new_v.data() + ((b * kv_heads + n) * seq + s) * head);
           if (do_rotary_) rotate(kd, positions[static_cast<size_t>(b * seq + s)]);
         }
       }
-      for (int64_t n = 0; n < kv_heads && past > 0; ++n) {
-        const int64_t from = (b * kv_heads + n) * past_capacity * head, to = (b * kv_heads + n) * present_len * head;
-        std::copy(pk.begin() + from, pk.begin() + from + past * head, k_cache.begin() + to);
-        std::copy(pv.begin() + from, pv.begin() + from + past * head, v_cache.begin() + to);
-      }
     }
 
-    const std::vector<float> abf = attn_bias ? read_floats(*attn_bias) : std::vector<float>();
+    // The present caches [batch, kv_heads, present_len, head (+ 4 when int8)]:
+    // the cached rows, then the new ones, then zeros. When present is bound
+    // to past's own buffer only the new rows are written.
+    std::vector<float> k_floats, v_floats;
+    std::vector<int8_t> k_bytes, v_bytes;
+    ONYX_ASSIGN_OR_RETURN(const attention::KvCache k_cache, fill_cache(ctx, 1, past_key, dtype, new_k, past_rows, batch,
+                                                                       seq, head, present_len, k_floats, k_bytes));
+    ONYX_ASSIGN_OR_RETURN(
+        const attention::KvCache v_cache,
+        fill_cache(ctx, 2, past_value, dtype, new_v, past_rows, batch, seq, head, present_len, v_floats, v_bytes));
+
+    const std::vector<float> abf =
+        attn_bias && dtype != DataType::kFloat ? read_floats(*attn_bias) : std::vector<float>();
     const std::vector<float> sink = head_sink ? read_floats(*head_sink) : std::vector<float>();
     const bool want_qk = qk_output_ != 0 && ctx.output_count() > 3 && ctx.output_requested(3);
+    if (ctx.output_count() > 3 && ctx.output_requested(3) && !want_qk) {
+      return invalid_argument(ctx.label(), ": output output_qk is requested but attribute qk_output is 0");
+    }
     std::vector<float> qk(want_qk ? static_cast<size_t>(batch * heads * seq * present_len) : 0, 0.0f);
-    std::vector<float> out(static_cast<size_t>(batch * seq * heads * head));
-    const float scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(head));
-    parallel_for(ctx.thread_pool(), batch * heads, static_cast<double>(seq * present_len * head * 2), [&](int64_t begin, int64_t end) {
-      std::vector<float> scores(static_cast<size_t>(present_len));
-      for (int64_t bn = begin; bn < end; ++bn) {
-        const int64_t b = bn / heads, n = bn % heads;
-        const int64_t past = past_rows[static_cast<size_t>(b)];
-        const float* kb = k_cache.data() + (b * kv_heads + n / group) * present_len * head;
-        const float* vb = v_cache.data() + (b * kv_heads + n / group) * present_len * head;
-        const float* ab = abf.empty() ? nullptr
-                                      : abf.data() + ((attn_bias->dim(0) == 1 ? 0 : b) * attn_bias->dim(1) + (attn_bias->dim(1) == 1 ? 0 : n)) *
-                                                         seq * attn_bias->dim(3);
-        for (int64_t i = 0; i < seq; ++i) {
-          // Keys [first, last): up to the query's own position when causal, the
-          // last local_window_size of them when windowed.
-          const int64_t last = causal_ ? std::min(past + i + 1, present_len) : key_rows[static_cast<size_t>(b)];
-          const int64_t first = local_window_ > 0 ? std::max<int64_t>(last - local_window_, 0) : 0;
-          const float* qi = q.data() + (bn * seq + i) * head;
-          float* qk_row = want_qk ? qk.data() + (bn * seq + i) * present_len : nullptr;
-          float peak = -INFINITY;
-          for (int64_t j = first; j < last; ++j) {
-            float dot = 0.0f;
-            for (int64_t h = 0; h < head; ++h) dot += qi[h] * kb[j * head + h];
-            float s = dot * scale;
-            if (qk_output_ == 1 && qk_row) qk_row[j] = s;
-            if (softcap_ > 0.0f) s = softcap_ * std::tanh(s / softcap_);
-            if (ab != nullptr) s += ab[i * attn_bias->dim(3) + j];
-            scores[static_cast<size_t>(j)] = s;
-            peak = std::max(peak, s);
-          }
-          // Smooth softmax adds one more logit (the head's sink, or 0) to the
-          // denominator only.
-          const bool extra = smooth_softmax_ || !sink.empty();
-          const float extra_logit = sink.empty() ? 0.0f : sink[static_cast<size_t>(n)];
-          if (extra) peak = std::max(peak, extra_logit);
-          float sum = extra ? std::exp(extra_logit - peak) : 0.0f;
-          for (int64_t j = first; j < last; ++j) {
-            scores[static_cast<size_t>(j)] = std::exp(scores[static_cast<size_t>(j)] - peak);
-            sum += scores[static_cast<size_t>(j)];
-          }
-          float* o = out.data() + ((b * seq + i) * heads + n) * head;
-          std::fill(o, o + head, 0.0f);
-          for (int64_t j = first; j < last; ++j) {
-            const float p = scores[static_cast<size_t>(j)] / sum;
-            if (qk_output_ == 2 && qk_row) qk_row[j] = p;
-            const float* vj = vb + j * head;
-            for (int64_t h = 0; h < head; ++h) o[h] += p * vj[h];
-          }
-        }
-      }
-    });
-    write_floats(ctx.allocate_output(0, dtype, {batch, seq, heads * head}), out.data(), static_cast<int64_t>(out.size()));
-    if (ctx.output_count() > 1 && ctx.output_requested(1)) {
-      write_floats(ctx.allocate_output(1, dtype, {batch, kv_heads, present_len, head}), k_cache.data(), static_cast<int64_t>(k_cache.size()));
+    std::vector<float> out_scratch;
+    Tensor& output = ctx.allocate_output(0, dtype, {batch, seq, heads * head});
+    float* out = nullptr;
+    if (dtype == DataType::kFloat) {
+      out = output.data<float>();
+    } else {
+      out_scratch.resize(static_cast<size_t>(batch * seq * heads * head));
+      out = out_scratch.data();
     }
-    if (ctx.output_count() > 2 && ctx.output_requested(2)) {
-      write_floats(ctx.allocate_output(2, dtype, {batch, kv_heads, present_len, head}), v_cache.data(), static_cast<int64_t>(v_cache.size()));
+
+    attention::GroupedAttention problem;
+    problem.batch = batch;
+    problem.seq = seq;
+    problem.heads = heads;
+    problem.kv_heads = kv_heads;
+    problem.head = head;
+    problem.q = q.data();
+    problem.k = k_cache;
+    problem.v = v_cache;
+    problem.past = past_rows.data();
+    problem.key_rows = key_rows.data();
+    problem.causal = causal_;
+    problem.local_window = local_window_;
+    problem.scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(head));
+    problem.softcap = softcap_;
+    if (attn_bias != nullptr) {
+      problem.bias = dtype == DataType::kFloat ? attn_bias->data<float>() : abf.data();
+      problem.bias_row_stride = attn_bias->dim(3);
+      problem.bias_head_stride = attn_bias->dim(1) == 1 ? 0 : seq * attn_bias->dim(3);
+      problem.bias_batch_stride = attn_bias->dim(0) == 1 ? 0 : attn_bias->dim(1) * seq * attn_bias->dim(3);
     }
-    if (ctx.output_count() > 3 && ctx.output_requested(3)) {
-      if (!want_qk) return invalid_argument(ctx.label(), ": output output_qk is requested but attribute qk_output is 0");
-      write_floats(ctx.allocate_output(3, dtype, {batch, heads, seq, present_len}), qk.data(), static_cast<int64_t>(qk.size()));
+    problem.smooth_softmax = smooth_softmax_;
+    problem.head_sink = sink.empty() ? nullptr : sink.data();
+    if (want_qk) {
+      problem.qk = qk.data();
+      problem.qk_kind = static_cast<int>(qk_output_);
+      problem.qk_row = present_len;
     }
+    problem.out = out;
+    attention::run_grouped_attention(problem, ctx.thread_pool());
+
+    if (dtype != DataType::kFloat) write_floats(output, out_scratch.data(), static_cast<int64_t>(out_scratch.size()));
+    if (want_qk)
+      write_floats(ctx.allocate_output(3, dtype, {batch, heads, seq, present_len}), qk.data(),
+                   static_cast<int64_t>(qk.size()));
     return Status::ok();
   }
 
  private:
+  // Makes output `index` (present_key 1, present_value 2) [batch, kv_heads,
+  // present_len, head (+ 4)]: per (batch, kv head), the past_rows[b] cached
+  // rows of `past`, then the `seq` new rows of `rows` [batch, kv_heads, seq,
+  // head], then zeros. When the output is past's own buffer, only the new rows
+  // are written. Returns the cache the attention reads: the output itself
+  // (float32 and int8), or a float copy of it (other float types, and an
+  // output the model omits).
+  Result<attention::KvCache> fill_cache(KernelContext& ctx, size_t index, const Tensor* past, DataType dtype,
+                                        const std::vector<float>& rows, const std::vector<int64_t>& past_rows,
+                                        int64_t batch, int64_t seq, int64_t head, int64_t present_len,
+                                        std::vector<float>& floats, std::vector<int8_t>& bytes) const {
+    const int64_t kv_heads = kv_num_heads_, capacity = past ? past->dim(2) : 0;
+    const bool requested = ctx.output_count() > index && ctx.output_requested(index);
+    const Shape shape{batch, kv_heads, present_len, quantized_ ? head + attention::kInt8RowExtraBytes : head};
+    const int64_t width = shape[3];
+    Tensor* present = requested ? &ctx.allocate_output(index, quantized_ ? DataType::kInt8 : dtype, shape) : nullptr;
+    const bool shared = present != nullptr && past != nullptr && present->raw_data() == past->raw_data();
+    // Per (batch, kv head): the cached rows then the new ones, in `T` rows of
+    // `width`, with `append` writing one new row.
+    auto fill = [&](auto* dst, const auto* from, auto append) {
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t cached = past_rows[static_cast<size_t>(b)];
+        for (int64_t n = 0; n < kv_heads; ++n) {
+          auto* block = dst + (b * kv_heads + n) * present_len * width;
+          if (!shared) {
+            if (cached > 0)
+              std::copy(from + (b * kv_heads + n) * capacity * width,
+                        from + ((b * kv_heads + n) * capacity + cached) * width, block);
+            std::fill(block + (cached + seq) * width, block + present_len * width, 0);
+          }
+          for (int64_t s = 0; s < seq; ++s)
+            append(rows.data() + ((b * kv_heads + n) * seq + s) * head, block + (cached + s) * width);
+        }
+      }
+    };
+    const size_t size = static_cast<size_t>(shape_size(shape));
+    if (quantized_) {
+      int8_t* dst = present ? present->data<int8_t>() : (bytes.assign(size, 0), bytes.data());
+      fill(dst, past ? past->data<int8_t>() : dst,
+           [&](const float* x, int8_t* row) { attention::quantize_row_int8(x, head, row); });
+      return attention::KvCache{nullptr, dst, present_len};
+    }
+    if (dtype == DataType::kFloat) {
+      float* dst = present ? present->data<float>() : (floats.assign(size, 0.0f), floats.data());
+      fill(dst, past ? past->data<float>() : dst, [&](const float* x, float* row) { std::copy(x, x + head, row); });
+      return attention::KvCache{dst, nullptr, present_len};
+    }
+    // float16, bfloat16, double: attend over a float copy; write back only
+    // the new rows when the output is past's buffer.
+    floats.assign(size, 0.0f);
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t cached = past_rows[static_cast<size_t>(b)];
+      for (int64_t n = 0; n < kv_heads; ++n) {
+        float* block = floats.data() + (b * kv_heads + n) * present_len * head;
+        if (cached > 0) read_float_range(*past, (b * kv_heads + n) * capacity * head, cached * head, block);
+        std::copy(rows.begin() + (b * kv_heads + n) * seq * head, rows.begin() + (b * kv_heads + n + 1) * seq * head,
+                  block + cached * head);
+        if (shared)
+          write_float_range(*present, ((b * kv_heads + n) * present_len + cached) * head, seq * head,
+                            block + cached * head);
+      }
+    }
+    if (present != nullptr && !shared) write_floats(*present, floats.data(), static_cast<int64_t>(size));
+    return attention::KvCache{floats.data(), nullptr, present_len};
+  }
+
+  // n elements of float-typed `t` from element `offset`, as floats, and back.
+  static void read_float_range(const Tensor& t, int64_t offset, int64_t n, float* dst) {
+    Status status = dispatch_float(t.dtype(), [&](auto tag) -> Status {
+      using T = typename decltype(tag)::type;
+      const T* p = t.data<T>() + offset;
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(static_cast<compute_t<T>>(p[i]));
+      return Status::ok();
+    });
+    (void)status;  // the type was checked
+  }
+  static void write_float_range(Tensor& t, int64_t offset, int64_t n, const float* src) {
+    Status status = dispatch_float(t.dtype(), [&](auto tag) -> Status {
+      using T = typename decltype(tag)::type;
+      T* p = t.data<T>() + offset;
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<compute_t<T>>(src[i]));
+      return Status::ok();
+    });
+    (void)status;
+  }
+
   int64_t num_heads_;
   int64_t kv_num_heads_;
   float scale_;
@@ -304,6 +434,7 @@ class GroupQueryAttentionKernel final : public Kernel {
   bool rotary_interleaved_;
   bool smooth_softmax_;
   int64_t qk_output_;
+  bool quantized_ = false;  // PER_TOKEN int8 caches
 };
 
 ONYX_REGISTER_CPU_KERNEL("com.microsoft", "GroupQueryAttention", 1, kLatestVersion, types::floats(), GroupQueryAttentionKernel);
