@@ -608,6 +608,21 @@ def write_genai_config(cfg: DecoderConfig, io_names: dict, input_dir: str | None
     bos = generation.get("bos_token_id", cfg.bos_token_id)
     eos = generation.get("eos_token_id", cfg.eos_token_id)
     pad = cfg.pad_token_id if cfg.pad_token_id is not None else generation.get("pad_token_id", _first_id(eos))
+
+    def in_vocab(key, value):
+        # onnxruntime-genai refuses ids outside the vocabulary (transformers' default GPT-2 config
+        # keeps 50256 for any vocab_size).
+        ids = value if isinstance(value, list) else [value]
+        kept = [i for i in ids if isinstance(i, int) and 0 <= i < cfg.vocab_size]
+        if len(kept) == len(ids):
+            return value
+        fallback = kept[0] if kept else cfg.vocab_size - 1
+        print(f"onyx.genai.builder: warning: {key} {value} is outside the vocabulary ({cfg.vocab_size}); "
+              f"genai_config.json gets {fallback}", file=sys.stderr)
+        return fallback
+
+    bos, eos, pad = (in_vocab(k, v) if v is not None else None
+                     for k, v in (("bos_token_id", bos), ("eos_token_id", eos), ("pad_token_id", pad)))
     config = {
         "model": {
             "bos_token_id": bos if bos is not None else 0,
@@ -625,7 +640,9 @@ def write_genai_config(cfg: DecoderConfig, io_names: dict, input_dir: str | None
             },
             "eos_token_id": eos if eos is not None else 0,
             "pad_token_id": pad if pad is not None else 0,
-            "type": cfg.model_type,
+            # onnxruntime-genai's "gpt2" type is the older export with one past_%d tensor per layer;
+            # its generic "decoder" type runs this layout (separate key/value caches).
+            "type": "decoder" if cfg.model_type == "gpt2" else cfg.model_type,
             "vocab_size": cfg.vocab_size,
         },
         "search": {
