@@ -108,6 +108,40 @@ def test_extra_options(tmp_path):
     np.testing.assert_allclose(got, ref, atol=1e-4 * max(1.0, float(np.abs(ref).max())))
 
 
+@pytest.mark.parametrize("symmetric", ["true", "false"])
+def test_int4_tied_embeddings_share_the_4bit_table(tmp_path, symmetric):
+    """Tied embeddings at int4 are stored once, in 4 bits: the lookup is a
+    GatherBlockQuantized over the lm_head's MatMulNBits table (symmetric, and
+    with zero points), and onyx's logits agree with onnxruntime's."""
+    folder = build_tiny_model(tmp_path, "qwen2", "int4", extra_options={"int4_is_symmetric": symmetric})
+    model = onnx.load(os.path.join(folder, "model.onnx"), load_external_data=False)
+    ops = [n.op_type for n in model.graph.node]
+    assert "GatherBlockQuantized" in ops and "Gather" not in [n.op_type for n in model.graph.node
+                                                               if "embed_tokens" in n.name]
+    floats = [i for i in model.graph.initializer if i.data_type == onnx.TensorProto.FLOAT]
+    assert all(list(i.dims) != [512, 64] for i in floats), "a float [vocab, hidden] table is still stored"
+    # The same model with float activations (accuracy_level 0) is the exact
+    # result of the 4-bit weights; int8 activations (level 4) move both
+    # runtimes' logits away from it by rounding, each its own way: onyx's
+    # distance from it must be of the size of onnxruntime's.
+    exact_path = os.path.join(folder, "model_level0.onnx")
+    level0 = onnx.load(os.path.join(folder, "model.onnx"))
+    for node in level0.graph.node:
+        for attr in node.attribute:
+            if attr.name == "accuracy_level":
+                attr.i = 0
+    onnx.save(level0, exact_path)
+    exact_session = ort.InferenceSession(exact_path, providers=["CPUExecutionProvider"])
+    ref_session, onyx_session = _sessions(folder)
+    tokens, exact = decode_loop(exact_session, folder, PROMPT, 4)
+    _, ref = decode_loop(ref_session, folder, PROMPT, 4, forced=tokens)
+    _, got = decode_loop(onyx_session, folder, PROMPT, 4, forced=tokens)
+    scale = max(float(np.abs(e).max()) for e in exact)
+    for step, (e, r, g) in enumerate(zip(exact, ref, got)):
+        ort_error, onyx_error = float(np.abs(r - e).max()), float(np.abs(g - e).max())
+        assert onyx_error <= 1.5 * ort_error + 1e-3 * scale, f"step {step}: onyx {onyx_error}, onnxruntime {ort_error}"
+
+
 @pytest.mark.parametrize("precision", ["fp32", "int4"])
 @pytest.mark.parametrize("arch", ["gpt2", "qwen2", "llama"])
 def test_onnxruntime_genai_generates_the_decode_loop_tokens(tmp_path, arch, precision):

@@ -377,20 +377,29 @@ def _rotary_caches(cfg: DecoderConfig) -> tuple[np.ndarray, np.ndarray]:
     return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
 
 
-def _linear(g: GraphWriter, opts: BuildOptions, name: str, x: str, w_kn: np.ndarray, quantize: bool) -> str:
-    """x @ w_kn as MatMul (float) or MatMulNBits (int4 weights [N, blocks, block/2], scales [N, blocks])."""
+def _int4_weight(g: GraphWriter, opts: BuildOptions, name: str, w_kn: np.ndarray) -> list[str]:
+    """w_kn [K, N] as MatMulNBits' initializers: codes [N, blocks, block/2], scales [N, blocks] and,
+    when asymmetric, packed zero points [N, ceil(blocks / 2)]."""
+    from onyx.quantization.matmul_nbits_quantizer import pack, quantize_rtn
+
+    n = w_kn.shape[1]
+    codes, scales, zeros = quantize_rtn(w_kn, opts.block_size, opts.symmetric)
+    b, scales, zp = pack(codes, scales, zeros, opts.symmetric)
+    base = name.strip("/").replace("/", ".")
+    names = [g.initializer(base + ".weight_Q4", b), g.initializer(base + ".weight_scales", scales.reshape(n, -1))]
+    if zp is not None:
+        names.append(g.initializer(base + ".weight_zp", zp))
+    return names
+
+
+def _linear(g: GraphWriter, opts: BuildOptions, name: str, x: str, w_kn: np.ndarray, quantize: bool,
+            int4_names: list[str] | None = None) -> str:
+    """x @ w_kn as MatMul (float) or MatMulNBits (int4; `int4_names` when _int4_weight already wrote them)."""
     k, n = w_kn.shape
     if not quantize:
         return g.node("MatMul", [x, g.float_weight(name.strip("/").replace("/", ".") + ".weight", w_kn)], 1,
                       name + "/MatMul")[0]
-    from onyx.quantization.matmul_nbits_quantizer import pack, quantize_rtn
-
-    codes, scales, zeros = quantize_rtn(w_kn, opts.block_size, opts.symmetric)
-    b, scales, zp = pack(codes, scales, zeros, opts.symmetric)
-    base = name.strip("/").replace("/", ".")
-    inputs = [x, g.initializer(base + ".weight_Q4", b), g.initializer(base + ".weight_scales", scales.reshape(n, -1))]
-    if zp is not None:
-        inputs.append(g.initializer(base + ".weight_zp", zp))
+    inputs = [x, *(int4_names or _int4_weight(g, opts, name, w_kn))]
     return g.node("MatMulNBits", inputs, 1, name + "/MatMulNBits", domain="com.microsoft", K=k, N=n, bits=4,
                   block_size=opts.block_size, accuracy_level=opts.accuracy_level)[0]
 
@@ -410,6 +419,10 @@ def build_graph(cfg: DecoderConfig, weights: Weights, opts: BuildOptions, out_di
     gpt2 = cfg.model_type == "gpt2"
     prefix = "transformer." if gpt2 else "model."
     inputs, outputs = [], []
+    # int4 with tied embeddings: one 4-bit table for the lookup and the lm_head (its K must be whole blocks).
+    shared_int4 = (int4 and cfg.tie_word_embeddings and not opts.exclude_embeds and not opts.exclude_lm_head
+                   and not weights.has("lm_head.weight") and h % opts.block_size == 0)
+    lm_head_int4 = None
 
     # seqlens_k (int32 [batch]: attended tokens - 1) and total_sequence_length
     # (int32 scalar) from attention_mask, as onnxruntime-genai's models compute them.
@@ -434,7 +447,22 @@ def build_graph(cfg: DecoderConfig, weights: Weights, opts: BuildOptions, out_di
                                                        ["batch_size", "sequence_length"]))
         embed_name = prefix + ("wte.weight" if gpt2 else "embed_tokens.weight")
         embed = weights.get(embed_name, (cfg.vocab_size, h))
-        hidden = g.node("Gather", [g.float_weight(embed_name, embed), "input_ids"], 1, "/model/embed_tokens/Gather")[0]
+        if shared_int4:
+            # Tied embeddings at int4: the lookup reads the lm_head's 4-bit table (GatherBlockQuantized,
+            # as onnxruntime-genai's int4 models do), so the vocabulary is stored once, in 4 bits.
+            lm_head_int4 = _int4_weight(g, opts, "/lm_head", embed.T)
+            table = g.node("Reshape", [lm_head_int4[0], g.int64_constant([cfg.vocab_size, h // 2])], 1,
+                           "/model/embed_tokens/Reshape")[0]
+            gather_inputs = [table, "input_ids", lm_head_int4[1]]
+            if len(lm_head_int4) > 2:  # zero points, [vocab, blocks / 2] for the lookup
+                gather_inputs.append(g.node("Reshape", [lm_head_int4[2], g.int64_constant([cfg.vocab_size, -1])], 1,
+                                            "/model/embed_tokens/ZeroPointReshape")[0])
+            hidden = g.node("GatherBlockQuantized", gather_inputs, 1, "/model/embed_tokens/GatherBlockQuantized",
+                            domain="com.microsoft", bits=4, block_size=opts.block_size, gather_axis=0,
+                            quantize_axis=1)[0]
+        else:
+            hidden = g.node("Gather", [g.float_weight(embed_name, embed), "input_ids"], 1,
+                            "/model/embed_tokens/Gather")[0]
     if gpt2:
         # Positions count the attended tokens (cumsum of the mask), so left padding works; the new
         # tokens are the last sequence_length of them.
@@ -563,7 +591,7 @@ def build_graph(cfg: DecoderConfig, weights: Weights, opts: BuildOptions, out_di
             lm = weights.get(prefix + ("wte.weight" if gpt2 else "embed_tokens.weight"), (cfg.vocab_size, h))
         else:
             raise BuilderError(f"{weights.source}: weight 'lm_head.weight' is missing (tie_word_embeddings is false)")
-        logits = _linear(g, opts, "/lm_head", x, lm.T, int4)
+        logits = _linear(g, opts, "/lm_head", x, lm.T, int4, lm_head_int4)
         g.node("Identity", [logits], "logits", "/lm_head/Identity")
         outputs.append(helper.make_tensor_value_info("logits", float_type,
                                                      ["batch_size", "sequence_length", cfg.vocab_size]))
