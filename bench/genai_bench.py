@@ -17,8 +17,8 @@ prompt is random token ids from the tokenizer's vocabulary, the same for
 both; min_length keeps an early end-of-sequence from cutting decode short.
 Prints one table; --json writes the raw numbers.
 
-A ~0.5B Llama-style folder at fp32 and int4 (the issue's benchmark) comes
-from scripts/make_genai_bench_models.sh.
+The ~0.5B Llama-style folders at fp32 and int4 that docs/performance.md
+reports come from scripts/make_genai_bench_models.sh.
 """
 
 from __future__ import annotations
