@@ -257,8 +257,11 @@ void Generator::Impl::choose() {
     }
     next_tokens[static_cast<size_t>(r)] = token;
     sequences[static_cast<size_t>(r)].push_back(token);
-    if (static_cast<int64_t>(sequences[static_cast<size_t>(r)].size()) >= max_length)
-      done[static_cast<size_t>(r)] = true;
+  }
+  // As onnxruntime-genai, a batch stops when its longest sequence reaches
+  // max_length: every row gets the same number of new tokens.
+  for (const auto& sequence : sequences) {
+    if (static_cast<int64_t>(sequence.size()) >= max_length) std::fill(done.begin(), done.end(), true);
   }
 }
 
