@@ -49,8 +49,8 @@ if [ -d node/src ] && grep -rn '#include "' node/src | grep -v '#include "onyx/o
 fi
 # So does the Python extension, but for its test-only hooks (testing_hooks.cc).
 if grep -rn '#include "' python/src --include='*.cc' --include='*.h' | grep -v -e '^python/src/testing_hooks.cc:' |
-  grep -v '#include "onyx/onyx_c_api.h"'; then
-  echo "layering: python/src includes something of onyx other than its C API (onyx/onyx_c_api.h)"
+  grep -v -e '#include "onyx/onyx_c_api.h"' -e '#include "onyx/onyx_genai_c.h"'; then
+  echo "layering: python/src includes something of onyx other than its C APIs (onyx/onyx_c_api.h, onyx/onyx_genai_c.h)"
   status=1
 fi
 # The server (serving/) is an application over the public C++ API: onyx/

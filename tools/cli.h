@@ -21,6 +21,8 @@ int operators_command(const std::vector<std::string>& args);
 int optimize_command(const std::vector<std::string>& args);
 int version_command(const std::vector<std::string>& args);
 int serve_command(const std::vector<std::string>& args);
+int generate_command(const std::vector<std::string>& args);
+int chat_command(const std::vector<std::string>& args);
 
 // Reads / writes NumPy .npy files (little-endian numeric and bool dtypes).
 Result<Tensor> read_npy(const std::string& path);

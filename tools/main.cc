@@ -20,6 +20,8 @@ constexpr Command kCommands[] = {
     {"inspect", "a model's opsets, inputs, outputs, ops, parameters and unsupported ops", onyx::cli::inspect_command},
     {"bench", "latency percentiles, throughput, session creation time and peak memory", onyx::cli::bench_command},
     {"optimize", "write the graph a session runs at an optimization level, as .onnx", onyx::cli::optimize_command},
+    {"generate", "generate text from a prompt with a genai model folder, streaming", onyx::cli::generate_command},
+    {"chat", "chat with a genai model folder, keeping the KV cache between turns", onyx::cli::chat_command},
     {"conformance", "run ONNX backend test cases, each in its own process", onyx::cli::conformance_command},
     {"serve", "serve a model repository over HTTP (Open Inference Protocol, as Triton)", onyx::cli::serve_command},
     {"operators", "the supported operators, versions and types as Markdown", onyx::cli::operators_command},

@@ -27,6 +27,7 @@
 namespace nb = nanobind;
 
 void register_testing_hooks(nb::module_& m);  // testing_hooks.cc
+void register_genai(nb::module_& m);          // genai_bindings.cc
 
 namespace {
 
@@ -1371,4 +1372,5 @@ NB_MODULE(_onyx, m) {
   m.def("available_providers", &available_providers);
   m.def("version", []() { return std::string(OnyxGetApiBase()->GetVersionString()); });
   register_testing_hooks(m);
+  register_genai(m);
 }
