@@ -75,7 +75,7 @@ TEST(Int4Gemv, MatchesTheQuantizedReferenceOnEveryIsa) {
   for (int64_t block_size : {16, 32, 64, 128, 256}) {
     for (int64_t k : {16, 100, 256, 300}) {
       for (int64_t n : {1, 7, 33}) {
-        for (int64_t m : {1, 3}) {
+        for (int64_t m : {1, 3, 5}) {
           const Int4Weights w = random_weights(n, k, block_size, rng);
           std::vector<float> a(static_cast<size_t>(m * k));
           for (auto& v : a) v = normal(rng);
@@ -84,7 +84,7 @@ TEST(Int4Gemv, MatchesTheQuantizedReferenceOnEveryIsa) {
           for (double v : expected) magnitude = std::max(magnitude, std::fabs(v));
           for (Int8Isa isa : cpu::available_int8_isas()) {
             std::vector<float> y(static_cast<size_t>(m * n), -1.0f);
-            cpu::int4_matmul(w, a.data(), m, y.data(), nullptr, isa);
+            cpu::int4_matmul(w, a.data(), m, y.data(), nullptr, isa, cpu::Int4Compute::kInt8);
             for (size_t i = 0; i < y.size(); ++i) {
               ASSERT_NEAR(y[i], expected[i], 1e-5 * magnitude) << cpu::int8_isa_name(isa) << " block " << block_size
                                                                << " K " << k << " N " << n << " M " << m << " at " << i;
@@ -118,6 +118,60 @@ TEST(Int4Gemv, StaysNearTheFloatProduct) {
   // int8 rounding of A: about 1/254 of each block's largest value per
   // product, mostly cancelling over 1024 terms.
   EXPECT_LT(worst, 0.02 * magnitude);
+}
+
+// The exact product with dequantized weights, in double.
+std::vector<double> float_reference(const Int4Weights& w, const std::vector<float>& a, int64_t m) {
+  std::vector<double> y(static_cast<size_t>(m * w.n), 0.0);
+  for (int64_t col = 0; col < w.n; ++col) {
+    for (int64_t kk = 0; kk < w.k; ++kk) {
+      const size_t blk = static_cast<size_t>(col * w.blocks + kk / w.block_size);
+      const double weight = static_cast<double>(code(w, col, kk) - w.zero_points[blk]) * w.scales[blk];
+      for (int64_t r = 0; r < m; ++r)
+        y[static_cast<size_t>(r * w.n + col)] += a[static_cast<size_t>(r * w.k + kk)] * weight;
+    }
+  }
+  return y;
+}
+
+// The float path (dequantized panels and the SGEMM) on every ISA, and the
+// automatic choice over M from 1 to 33 (both paths), with and without a
+// thread pool, against the quantized reference, and the exact product
+// within int8 rounding of A.
+TEST(Int4Gemv, FloatPathAndAutomaticChoiceMatchTheFloatProduct) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  ThreadPool pool(2);
+  for (int64_t block_size : {16, 32, 64}) {
+    for (int64_t k : {40, 300}) {
+      for (int64_t n : {3, 17, 70}) {
+        const Int4Weights w = random_weights(n, k, block_size, rng);
+        const cpu::PackedInt4 packed = cpu::pack_int4(w);
+        for (int64_t m : {1, 2, 7, 12, 31, 32, 33}) {
+          std::vector<float> a(static_cast<size_t>(m * k));
+          for (auto& v : a) v = normal(rng);
+          const std::vector<double> expected = reference(w, a, m), exact = float_reference(w, a, m);
+          double magnitude = 1e-6;
+          for (double v : expected) magnitude = std::max(magnitude, std::fabs(v));
+          for (Int8Isa isa : cpu::available_int8_isas()) {
+            for (auto compute : {cpu::Int4Compute::kFloat, cpu::Int4Compute::kAuto}) {
+              for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+                std::vector<float> y(static_cast<size_t>(m * n), -1.0f);
+                cpu::int4_matmul(packed, a.data(), m, y.data(), p, isa, compute);
+                for (size_t i = 0; i < y.size(); ++i) {
+                  // int8 rounding of A: within about 1/254 of each block's largest |a| per product.
+                  ASSERT_NEAR(y[i], exact[i], 3e-2 * magnitude) << "M " << m << " at " << i;
+                  ASSERT_NEAR(y[i], expected[i], 1e-5 * magnitude)
+                      << cpu::int8_isa_name(isa) << " block " << block_size << " K " << k << " N " << n << " M " << m
+                      << " compute " << static_cast<int>(compute) << " at " << i;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
-// int4_matmul: see int4_gemv.h. One row of A at a time: quantize it, then
-// each column's dot product block by block, columns split over the threads.
+// int4_matmul: see int4_gemv.h. The int8 path quantizes every row of A,
+// then computes eight columns at a time over the packed records, the
+// threads splitting the column groups; a group's records stay in cache for
+// the rows after the first. The float path dequantizes panels of columns
+// and multiplies them with the SGEMM.
 #include "providers/cpu/quant/int4_gemv.h"
 
 #include <algorithm>
@@ -7,7 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <tuple>
 
+#include "providers/cpu/gemm/sgemm.h"
 #include "providers/cpu/math/fast_math.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -18,63 +23,40 @@
 namespace onyx::cpu {
 namespace {
 
-// Values per chunk: what one vector instruction multiplies (32 in a 256-bit
-// register; 16, in a 128-bit one, for blocks of 16).
-int64_t chunk_of(const Int4Weights& w) { return w.block_size >= 32 ? 32 : 16; }
+constexpr int64_t kGroup = 8;       // columns per packed group
+constexpr int64_t kChunk = 32;      // codes per chunk of a packed block
+constexpr int64_t kFloatRows = 32;  // from this many rows on, the float path (measured: bench/matmul_decode.py)
+constexpr int64_t kPrefetchRecords = 16;
+constexpr int64_t kPanelGroups = 32;  // column groups dequantized per SGEMM call on the float path
 
-// A row of A quantized per block. Within each chunk of a block the even
-// positions come first, then the odd ones: the order in which the chunk's
-// code bytes give their low and then their high nibbles.
-struct QuantizedRow {
-  std::vector<int8_t> values;      // [blocks * block_size]
-  std::vector<float> scales;       // [blocks]
-  std::vector<float> scaled_sums;  // [blocks]: the sum of the block's int8 values times its scale
-};
-
-void quantize_row(const float* a, const Int4Weights& w, QuantizedRow& row) {
-  const int64_t bs = w.block_size;
-  const int64_t chunk = chunk_of(w), half = chunk / 2;
-  row.values.assign(static_cast<size_t>(w.blocks * bs), 0);
-  row.scales.assign(static_cast<size_t>(w.blocks), 0.0f);
-  row.scaled_sums.assign(static_cast<size_t>(w.blocks), 0.0f);
-  for (int64_t b = 0; b < w.blocks; ++b) {
-    const int64_t begin = b * bs, end = std::min(w.k, begin + bs);
-    float amax = 0.0f;
-    for (int64_t i = begin; i < end; ++i) amax = std::max(amax, std::fabs(a[i]));
-    const float scale = amax / 127.0f;
-    const float inverse = scale > 0.0f ? 1.0f / scale : 0.0f;
-    int32_t sum = 0;
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t j = i - begin;
-      const auto q = static_cast<int32_t>(std::nearbyint(std::clamp(a[i] * inverse, -127.0f, 127.0f)));
-      const int64_t within = j % chunk;
-      const int64_t at = begin + (j - within) + (within % 2 == 0 ? within / 2 : half + within / 2);
-      row.values[static_cast<size_t>(at)] = static_cast<int8_t>(q);
-      sum += q;
-    }
-    row.scales[static_cast<size_t>(b)] = scale;
-    row.scaled_sums[static_cast<size_t>(b)] = static_cast<float>(sum) * scale;
-  }
+int code_of(const Int4Weights& w, int64_t col, int64_t kk) {
+  const uint8_t byte = w.codes[static_cast<size_t>(col * w.blocks * (w.block_size / 2) + kk / 2)];
+  return kk % 2 == 0 ? (byte & 0x0F) : (byte >> 4);
 }
 
-// One column: sum over blocks of (codes . q - zero_point * sum(q)) * scale_w * scale_a.
-float column_portable(const Int4Weights& w, int64_t col, const QuantizedRow& row) {
-  const int64_t chunk = chunk_of(w), half = chunk / 2, chunks = w.block_size / chunk;
-  const uint8_t* codes = w.codes.data() + col * w.blocks * (w.block_size / 2);
-  float total = 0.0f, correction = 0.0f;
-  for (int64_t b = 0; b < w.blocks; ++b) {
-    int32_t dot = 0;
-    for (int64_t c = 0; c < chunks; ++c) {
-      const uint8_t* bytes = codes + (b * chunks + c) * half;
-      const int8_t* q = row.values.data() + (b * chunks + c) * chunk;
-      for (int64_t j = 0; j < half; ++j) dot += (bytes[j] & 0x0F) * q[j] + (bytes[j] >> 4) * q[half + j];
-    }
-    // Each block gives (codes . q) * ws * as - zp * ws * sum(q) * as.
-    const size_t at = static_cast<size_t>(col * w.blocks + b);
-    total += static_cast<float>(dot) * (w.scales[at] * row.scales[static_cast<size_t>(b)]);
-    correction += static_cast<float>(w.zero_points[at]) * w.scales[at] * row.scaled_sums[static_cast<size_t>(b)];
+// Rows of A quantized per block, in A's order, zero past k.
+struct QuantizedRows {
+  int64_t stride = 0;              // values per row: blocks * block_size
+  std::vector<int8_t> values;      // [m, stride]
+  std::vector<float> scales;       // [m, blocks]
+  std::vector<float> scaled_sums;  // [m, blocks]: the sum of the block's int8 values times its scale
+};
+
+// One block of a row: the scale and the int8 values (`count` of them, the
+// rest of the block zero).
+void quantize_block_portable(const float* a, int64_t count, int64_t block_size, int8_t* q, float& scale,
+                             float& scaled_sum) {
+  float amax = 0.0f;
+  for (int64_t i = 0; i < count; ++i) amax = std::max(amax, std::fabs(a[i]));
+  scale = amax / 127.0f;
+  const float inverse = scale > 0.0f ? 1.0f / scale : 0.0f;
+  int32_t sum = 0;
+  for (int64_t i = 0; i < block_size; ++i) {
+    const int32_t v = i < count ? static_cast<int32_t>(std::nearbyint(std::clamp(a[i] * inverse, -127.0f, 127.0f))) : 0;
+    q[i] = static_cast<int8_t>(v);
+    sum += v;
   }
-  return total - correction;
+  scaled_sum = static_cast<float>(sum) * scale;
 }
 
 #if defined(ONYX_INT4_AVX2)
@@ -85,8 +67,127 @@ ONYX_AVX2_FMA inline float horizontal_sum(__m128 v) {
   return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_shuffle_ps(pairs, pairs, 1)));
 }
 
-// Blocks of 16: one block per 128-bit vpmaddubsw + vpmaddwd.
-ONYX_AVX2_FMA float column_avx2_16(const Int4Weights& w, int64_t col, const QuantizedRow& row) {
+ONYX_AVX2_FMA inline float horizontal_max(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+
+// A whole block (block_size a multiple of 32, all of it inside k): the same
+// values as quantize_block_portable (vcvtps2dq rounds to nearest even, as
+// nearbyint does in the default rounding mode).
+ONYX_AVX2_FMA void quantize_block_avx2(const float* a, int64_t block_size, int8_t* q, float& scale, float& scaled_sum) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  __m256 vmax = _mm256_setzero_ps();
+  for (int64_t i = 0; i < block_size; i += 8)
+    vmax = _mm256_max_ps(vmax, _mm256_and_ps(_mm256_loadu_ps(a + i), abs_mask));
+  scale = horizontal_max(vmax) / 127.0f;
+  const __m256 inverse = _mm256_set1_ps(scale > 0.0f ? 1.0f / scale : 0.0f);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  __m256i sums = _mm256_setzero_si256();
+  for (int64_t i = 0; i < block_size; i += 32) {
+    const __m256i v0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(a + i), inverse));
+    const __m256i v1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(a + i + 8), inverse));
+    const __m256i v2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(a + i + 16), inverse));
+    const __m256i v3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(a + i + 24), inverse));
+    sums = _mm256_add_epi32(sums, _mm256_add_epi32(_mm256_add_epi32(v0, v1), _mm256_add_epi32(v2, v3)));
+    // packs interleave the 128-bit lanes; the permutation puts the values back in order.
+    const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(v0, v1), _mm256_packs_epi32(v2, v3));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), _mm256_permutevar8x32_epi32(bytes, order));
+  }
+  const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
+  const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+  const int32_t sum = _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
+  scaled_sum = static_cast<float>(sum) * scale;
+}
+
+// The sum of each of eight int32 vectors, in lanes 0..7.
+ONYX_AVX2_FMA inline __m256i reduce8(__m256i d0, __m256i d1, __m256i d2, __m256i d3, __m256i d4, __m256i d5, __m256i d6,
+                                     __m256i d7) {
+  const __m256i h0123 = _mm256_hadd_epi32(_mm256_hadd_epi32(d0, d1), _mm256_hadd_epi32(d2, d3));
+  const __m256i h4567 = _mm256_hadd_epi32(_mm256_hadd_epi32(d4, d5), _mm256_hadd_epi32(d6, d7));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20), _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
+// 32 codes times 32 int8 values, in eight int32 sums of four.
+ONYX_AVX2_FMA inline __m256i products(__m256i q, __m256i ones, __m256i codes) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(codes, q), ones);
+}
+
+// Eight columns (group g) of one quantized row into out[0..8).
+template <int64_t kChunks>  // chunks per block when known at compile time (blocks of 32), else 0
+ONYX_AVX2_FMA void group_avx2(const PackedInt4& w, int64_t g, const int8_t* q, const float* q_scales,
+                              const float* q_sums, float* out) {
+  const int64_t chunks = kChunks > 0 ? kChunks : w.block_size / kChunk;
+  const int64_t code_bytes = chunks * kGroup * 16;
+  const uint8_t* record = w.records.data() + g * w.blocks * w.record_bytes;
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < w.blocks; ++b, record += w.record_bytes, q += w.block_size) {
+    // Weights that do not fit in cache (lm_head) stream from memory: ask for
+    // every line of a record kPrefetchRecords ahead, not just its first.
+    for (int64_t line = 0; line < w.record_bytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(record + kPrefetchRecords * w.record_bytes + line), _MM_HINT_T0);
+    __m256i d0 = _mm256_setzero_si256(), d1 = d0, d2 = d0, d3 = d0, d4 = d0, d5 = d0, d6 = d0, d7 = d0;
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + ch * kChunk));
+      const auto* c = reinterpret_cast<const __m256i*>(record + ch * kGroup * 16);
+      const __m256i p0 = _mm256_loadu_si256(c), p1 = _mm256_loadu_si256(c + 1);
+      const __m256i p2 = _mm256_loadu_si256(c + 2), p3 = _mm256_loadu_si256(c + 3);
+      d0 = _mm256_add_epi32(d0, products(qv, ones, _mm256_and_si256(p0, nibble)));
+      d1 = _mm256_add_epi32(d1, products(qv, ones, _mm256_and_si256(_mm256_srli_epi16(p0, 4), nibble)));
+      d2 = _mm256_add_epi32(d2, products(qv, ones, _mm256_and_si256(p1, nibble)));
+      d3 = _mm256_add_epi32(d3, products(qv, ones, _mm256_and_si256(_mm256_srli_epi16(p1, 4), nibble)));
+      d4 = _mm256_add_epi32(d4, products(qv, ones, _mm256_and_si256(p2, nibble)));
+      d5 = _mm256_add_epi32(d5, products(qv, ones, _mm256_and_si256(_mm256_srli_epi16(p2, 4), nibble)));
+      d6 = _mm256_add_epi32(d6, products(qv, ones, _mm256_and_si256(p3, nibble)));
+      d7 = _mm256_add_epi32(d7, products(qv, ones, _mm256_and_si256(_mm256_srli_epi16(p3, 4), nibble)));
+    }
+    const __m256 dots = _mm256_cvtepi32_ps(reduce8(d0, d1, d2, d3, d4, d5, d6, d7));
+    const __m256 scales = _mm256_loadu_ps(reinterpret_cast<const float*>(record + code_bytes));
+    const __m256 offsets = _mm256_loadu_ps(reinterpret_cast<const float*>(record + code_bytes + 32));
+    // Each block gives (codes . q) * ws * as - zp * ws * sum(q) * as.
+    acc = _mm256_fmadd_ps(dots, _mm256_mul_ps(scales, _mm256_set1_ps(q_scales[b])), acc);
+    acc = _mm256_fnmadd_ps(offsets, _mm256_set1_ps(q_sums[b]), acc);
+  }
+  _mm256_storeu_ps(out, acc);
+}
+
+// Groups [g0, g1) of dequant(W), as dequantize_groups (blocks of 32 or more).
+ONYX_AVX2_FMA void dequantize_groups_avx2(const PackedInt4& w, int64_t g0, int64_t g1, float* out, int64_t stride) {
+  const int64_t chunks = w.block_size / kChunk, code_bytes = chunks * kGroup * 16;
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* record = w.records.data() + g * w.blocks * w.record_bytes;
+    for (int64_t b = 0; b < w.blocks; ++b, record += w.record_bytes) {
+      const float* scales = reinterpret_cast<const float*>(record + code_bytes);
+      for (int64_t ch = 0; ch < chunks; ++ch) {
+        for (int64_t pair = 0; pair < kGroup / 2; ++pair) {
+          const __m256i bytes =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + ch * kGroup * 16 + pair * kChunk));
+          for (int64_t half = 0; half < 2; ++half) {
+            const int64_t lane = pair * 2 + half;
+            const __m256i codes = _mm256_and_si256(half == 0 ? bytes : _mm256_srli_epi16(bytes, 4), nibble);
+            const __m256 scale = _mm256_set1_ps(scales[lane]), offset = _mm256_set1_ps(scales[kGroup + lane]);
+            float* dst = out + ((g - g0) * kGroup + lane) * stride + b * w.block_size + ch * kChunk;
+            const __m128i lo = _mm256_castsi256_si128(codes), hi = _mm256_extracti128_si256(codes, 1);
+            const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+            for (int i = 0; i < 4; ++i) {
+              const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(parts[i]));
+              _mm256_storeu_ps(dst + i * 8, _mm256_fmsub_ps(v, scale, offset));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Blocks of 16 (plain layout): one block per 128-bit vpmaddubsw + vpmaddwd.
+// The row's values are reordered per block: even positions, then odd ones.
+ONYX_AVX2_FMA float column_avx2_16(const Int4Weights& w, int64_t col, const int8_t* q, const float* q_scales,
+                                   const float* q_sums) {
   const uint8_t* codes = w.codes.data() + col * w.blocks * 8;
   const float* scales = w.scales.data() + col * w.blocks;
   const uint8_t* zero_points = w.zero_points.data() + col * w.blocks;
@@ -97,56 +198,12 @@ ONYX_AVX2_FMA float column_avx2_16(const Int4Weights& w, int64_t col, const Quan
   for (int64_t b = 0; b < w.blocks; ++b) {
     const __m128i packed = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + b * 8));
     const __m128i both = _mm_and_si128(_mm_unpacklo_epi64(packed, _mm_srli_epi16(packed, 4)), nibble);
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row.values.data() + b * 16));
-    const __m128i dot = _mm_madd_epi16(_mm_maddubs_epi16(both, q), ones);
-    const float scale = scales[b] * row.scales[static_cast<size_t>(b)];
-    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(dot), _mm_set1_ps(scale), acc);
-    correction += static_cast<float>(zero_points[b]) * scales[b] * row.scaled_sums[static_cast<size_t>(b)];
+    const __m128i qv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + b * 16));
+    const __m128i dot = _mm_madd_epi16(_mm_maddubs_epi16(both, qv), ones);
+    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(dot), _mm_set1_ps(scales[b] * q_scales[b]), acc);
+    correction += static_cast<float>(zero_points[b]) * scales[b] * q_sums[b];
   }
   return horizontal_sum(acc) - correction;
-}
-
-// Blocks of 32 or more, one column: 32 codes per vpmaddubsw + vpmaddwd,
-// each block's int32 lanes scaled into float lanes, summed across at the
-// end. (Four columns at once, sharing the loads of the row, and two
-// accumulators per column both measured slower: the compiler spilled them.)
-template <int64_t kChunks>  // chunks per block when known at compile time (blocks of 32), else 0
-ONYX_AVX2_FMA float column_avx2(const Int4Weights& w, int64_t col, const QuantizedRow& row) {
-  const int64_t chunks = kChunks > 0 ? kChunks : w.block_size / 32;
-  const uint8_t* codes = w.codes.data() + col * w.blocks * (w.block_size / 2);
-  const float* scales = w.scales.data() + col * w.blocks;
-  const uint8_t* zero_points = w.zero_points.data() + col * w.blocks;
-  const __m256i nibble = _mm256_set1_epi8(0x0F);
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc = _mm256_setzero_ps();
-  float correction = 0.0f;
-  for (int64_t b = 0; b < w.blocks; ++b) {
-    __m256i dot = _mm256_setzero_si256();
-    for (int64_t ch = 0; ch < chunks; ++ch) {
-      const int64_t chunk = b * chunks + ch;
-      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + chunk * 16));
-      // The low nibbles in the lower half, the high ones in the upper.
-      const __m256i both = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), nibble);
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row.values.data() + chunk * 32));
-      dot = _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_maddubs_epi16(both, q), ones));
-    }
-    const float scale = scales[b] * row.scales[static_cast<size_t>(b)];
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale), acc);
-    correction += static_cast<float>(zero_points[b]) * scales[b] * row.scaled_sums[static_cast<size_t>(b)];
-  }
-  return horizontal_sum(_mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1))) - correction;
-}
-
-// Columns [begin, end) of one row.
-ONYX_AVX2_FMA void columns_range_avx2(const Int4Weights& w, const QuantizedRow& row, int64_t begin, int64_t end,
-                                      float* out) {
-  const bool wide = chunk_of(w) == 32;
-  if (w.block_size == 32) {
-    for (int64_t col = begin; col < end; ++col) out[col] = column_avx2<1>(w, col, row);
-  } else {
-    for (int64_t col = begin; col < end; ++col)
-      out[col] = wide ? column_avx2<0>(w, col, row) : column_avx2_16(w, col, row);
-  }
 }
 
 #undef ONYX_AVX2_FMA
@@ -157,14 +214,217 @@ bool cpu_has_avx2() { return fast_math_detail::has_avx2_fma(); }
 bool cpu_has_avx2() { return false; }
 #endif
 
+// Eight columns (group g) of one quantized row, on integers in plain C++.
+void group_portable(const PackedInt4& w, int64_t g, const int8_t* q, const float* q_scales, const float* q_sums,
+                    float* out) {
+  const int64_t chunks = w.block_size / kChunk, code_bytes = chunks * kGroup * 16;
+  float acc[kGroup] = {};
+  for (int64_t b = 0; b < w.blocks; ++b) {
+    const uint8_t* record = w.records.data() + (g * w.blocks + b) * w.record_bytes;
+    int32_t dots[kGroup] = {};
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      const int8_t* qc = q + b * w.block_size + ch * kChunk;
+      for (int64_t c = 0; c < kGroup; ++c) {
+        const uint8_t* bytes = record + ch * kGroup * 16 + (c / 2) * kChunk;
+        const int shift = static_cast<int>(c % 2) * 4;
+        for (int64_t j = 0; j < kChunk; ++j) dots[c] += ((bytes[j] >> shift) & 0x0F) * qc[j];
+      }
+    }
+    float scales[kGroup], offsets[kGroup];
+    std::memcpy(scales, record + code_bytes, sizeof scales);
+    std::memcpy(offsets, record + code_bytes + sizeof scales, sizeof offsets);
+    for (int64_t c = 0; c < kGroup; ++c)
+      acc[c] += static_cast<float>(dots[c]) * (scales[c] * q_scales[b]) - offsets[c] * q_sums[b];
+  }
+  std::memcpy(out, acc, sizeof acc);
+}
+
+// Blocks of 16, one column, plain layout (values reordered as for column_avx2_16).
+float column_portable_16(const Int4Weights& w, int64_t col, const int8_t* q, const float* q_scales,
+                         const float* q_sums) {
+  const uint8_t* codes = w.codes.data() + col * w.blocks * 8;
+  float total = 0.0f, correction = 0.0f;
+  for (int64_t b = 0; b < w.blocks; ++b) {
+    int32_t dot = 0;
+    for (int64_t j = 0; j < 8; ++j)
+      dot += (codes[b * 8 + j] & 0x0F) * q[b * 16 + j] + (codes[b * 8 + j] >> 4) * q[b * 16 + 8 + j];
+    const size_t at = static_cast<size_t>(col * w.blocks + b);
+    total += static_cast<float>(dot) * (w.scales[at] * q_scales[b]);
+    correction += static_cast<float>(w.zero_points[at]) * w.scales[at] * q_sums[b];
+  }
+  return total - correction;
+}
+
 Int8Isa resolve(Int8Isa isa) {
-  if (isa != Int8Isa::kAuto) return isa;
+  if (isa != Int8Isa::kAuto) return cpu_has_avx2() ? isa : Int8Isa::kPortable;
   static const Int8Isa chosen = [] {
     const char* forced = std::getenv("ONYX_INT8_ISA");
     if (forced != nullptr && std::string(forced) == "portable") return Int8Isa::kPortable;
     return cpu_has_avx2() ? Int8Isa::kAvx2 : Int8Isa::kPortable;
   }();
   return chosen;
+}
+
+QuantizedRows quantize_rows(const PackedInt4& w, const float* a, int64_t m, bool avx2, ThreadPool* pool) {
+  QuantizedRows rows;
+  const int64_t bs = w.block_size;
+  rows.stride = w.blocks * bs;
+  rows.values.assign(static_cast<size_t>(m * rows.stride), 0);
+  rows.scales.assign(static_cast<size_t>(m * w.blocks), 0.0f);
+  rows.scaled_sums.assign(static_cast<size_t>(m * w.blocks), 0.0f);
+  parallel_for(pool, m, 4.0 * static_cast<double>(w.k), [&](int64_t begin, int64_t end) {
+    std::vector<int8_t> natural(static_cast<size_t>(bs));
+    for (int64_t r = begin; r < end; ++r) {
+      for (int64_t b = 0; b < w.blocks; ++b) {
+        const float* x = a + r * w.k + b * bs;
+        const int64_t count = std::min(bs, w.k - b * bs);
+        int8_t* q = rows.values.data() + r * rows.stride + b * bs;
+        float& scale = rows.scales[static_cast<size_t>(r * w.blocks + b)];
+        float& scaled_sum = rows.scaled_sums[static_cast<size_t>(r * w.blocks + b)];
+#if defined(ONYX_INT4_AVX2)
+        if (avx2 && count == bs && bs % kChunk == 0) {
+          quantize_block_avx2(x, bs, q, scale, scaled_sum);
+          continue;
+        }
+#endif
+        if (bs % kChunk == 0) {
+          quantize_block_portable(x, count, bs, q, scale, scaled_sum);
+          continue;
+        }
+        // Blocks of 16: even positions first, then odd ones (the order of
+        // the low and high nibbles of the plain layout's bytes).
+        quantize_block_portable(x, count, bs, natural.data(), scale, scaled_sum);
+        for (int64_t j = 0; j < bs; ++j) q[j % 2 == 0 ? j / 2 : bs / 2 + j / 2] = natural[static_cast<size_t>(j)];
+      }
+    }
+  });
+  (void)avx2;
+  return rows;
+}
+
+void int8_path(const PackedInt4& w, const float* a, int64_t m, float* y, ThreadPool* pool, bool avx2) {
+  const QuantizedRows rows = quantize_rows(w, a, m, avx2, pool);
+  const auto row_args = [&](int64_t r) {
+    return std::tuple(rows.values.data() + r * rows.stride, rows.scales.data() + r * w.blocks,
+                      rows.scaled_sums.data() + r * w.blocks);
+  };
+  if (w.block_size % kChunk != 0) {
+    const Int4Weights& plain = w.plain;
+    parallel_for(pool, w.n, static_cast<double>(m * w.k), [&](int64_t begin, int64_t end) {
+      for (int64_t r = 0; r < m; ++r) {
+        const auto [q, scales, sums] = row_args(r);
+        for (int64_t col = begin; col < end; ++col) {
+#if defined(ONYX_INT4_AVX2)
+          if (avx2) {
+            y[r * w.n + col] = column_avx2_16(plain, col, q, scales, sums);
+            continue;
+          }
+#endif
+          y[r * w.n + col] = column_portable_16(plain, col, q, scales, sums);
+        }
+      }
+    });
+    return;
+  }
+  parallel_for(pool, w.groups, static_cast<double>(m * w.k * kGroup), [&](int64_t begin, int64_t end) {
+    float tail[kGroup];
+    for (int64_t g = begin; g < end; ++g) {
+      const bool whole = (g + 1) * kGroup <= w.n;
+      for (int64_t r = 0; r < m; ++r) {
+        const auto [q, scales, sums] = row_args(r);
+        float* out = whole ? y + r * w.n + g * kGroup : tail;
+#if defined(ONYX_INT4_AVX2)
+        if (avx2) {
+          if (w.block_size == kChunk) {
+            group_avx2<1>(w, g, q, scales, sums, out);
+          } else {
+            group_avx2<0>(w, g, q, scales, sums, out);
+          }
+        } else {
+          group_portable(w, g, q, scales, sums, out);
+        }
+#else
+        group_portable(w, g, q, scales, sums, out);
+#endif
+        if (!whole) std::copy(tail, tail + (w.n - g * kGroup), y + r * w.n + g * kGroup);
+      }
+    }
+  });
+}
+
+// Groups [g0, g1) of dequant(W) as rows of W^T: column g0 * 8 + c at
+// out[c * stride], stride >= blocks * block_size (past k: any value).
+void dequantize_groups(const PackedInt4& w, int64_t g0, int64_t g1, float* out, int64_t stride, bool avx2) {
+  if (w.block_size % kChunk != 0) {
+    const Int4Weights& p = w.plain;
+    for (int64_t col = g0 * kGroup; col < std::min(w.n, g1 * kGroup); ++col) {
+      for (int64_t kk = 0; kk < w.k; ++kk) {
+        const size_t at = static_cast<size_t>(col * w.blocks + kk / w.block_size);
+        out[(col - g0 * kGroup) * stride + kk] =
+            static_cast<float>(code_of(p, col, kk) - p.zero_points[at]) * p.scales[at];
+      }
+    }
+    return;
+  }
+#if defined(ONYX_INT4_AVX2)
+  if (avx2) {
+    dequantize_groups_avx2(w, g0, g1, out, stride);
+    return;
+  }
+#endif
+  const int64_t chunks = w.block_size / kChunk, code_bytes = chunks * kGroup * 16;
+  for (int64_t g = g0; g < g1; ++g) {
+    for (int64_t b = 0; b < w.blocks; ++b) {
+      const uint8_t* record = w.records.data() + (g * w.blocks + b) * w.record_bytes;
+      for (int64_t lane = 0; lane < kGroup; ++lane) {
+        float scale, offset;
+        std::memcpy(&scale, record + code_bytes + lane * 4, 4);
+        std::memcpy(&offset, record + code_bytes + 32 + lane * 4, 4);
+        const int shift = static_cast<int>(lane % 2) * 4;
+        float* dst = out + ((g - g0) * kGroup + lane) * stride + b * w.block_size;
+        for (int64_t i = 0; i < w.block_size; ++i) {
+          const uint8_t byte = record[(i / kChunk) * kGroup * 16 + (lane / 2) * kChunk + i % kChunk];
+          dst[i] = static_cast<float>((byte >> shift) & 0x0F) * scale - offset;
+        }
+      }
+    }
+  }
+}
+
+// A's rows rounded to int8 per block as the int8 path does, back in float,
+// so that both paths compute the same product (the one onnxruntime's int8
+// compute gives) up to float rounding.
+std::vector<float> rounded_rows(const PackedInt4& w, const float* a, int64_t m, bool avx2, ThreadPool* pool) {
+  const QuantizedRows rows = quantize_rows(w, a, m, avx2, pool);
+  const int64_t bs = w.block_size;
+  std::vector<float> out(static_cast<size_t>(m * w.k));
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t kk = 0; kk < w.k; ++kk) {
+      const int64_t b = kk / bs, j = kk % bs;
+      // Blocks of 16 hold even positions first, then odd ones.
+      const int64_t at = bs % kChunk == 0 ? j : (j % 2 == 0 ? j / 2 : bs / 2 + j / 2);
+      out[static_cast<size_t>(r * w.k + kk)] =
+          static_cast<float>(rows.values[static_cast<size_t>(r * rows.stride + b * bs + at)]) *
+          rows.scales[static_cast<size_t>(r * w.blocks + b)];
+    }
+  }
+  return out;
+}
+
+void float_path(const PackedInt4& w, const float* a_in, int64_t m, float* y, ThreadPool* pool, bool avx2) {
+  const std::vector<float> rounded = rounded_rows(w, a_in, m, avx2, pool);
+  const float* a = rounded.data();
+  const int64_t stride = w.blocks * w.block_size;
+  parallel_for(pool, w.groups, 2.0 * static_cast<double>(m * w.k * kGroup), [&](int64_t begin, int64_t end) {
+    std::vector<float> panel;
+    for (int64_t g0 = begin; g0 < end; g0 += kPanelGroups) {
+      const int64_t g1 = std::min(end, g0 + kPanelGroups);
+      const int64_t col0 = g0 * kGroup, cols = std::min(w.n, g1 * kGroup) - col0;
+      panel.resize(static_cast<size_t>((g1 - g0) * kGroup * stride));
+      dequantize_groups(w, g0, g1, panel.data(), stride, avx2);
+      sgemm(false, true, m, cols, w.k, 1.0f, a, w.k, panel.data(), stride, 0.0f, y + col0, w.n, nullptr);
+    }
+  });
 }
 
 }  // namespace
@@ -187,23 +447,52 @@ const char* int8_isa_name(Int8Isa isa) {
   return "?";
 }
 
-void int4_matmul(const Int4Weights& w, const float* a, int64_t m, float* y, ThreadPool* pool, Int8Isa isa) {
-  isa = resolve(isa);
-  const bool avx2 = isa == Int8Isa::kAvx2 && cpu_has_avx2();
-  QuantizedRow row;
-  for (int64_t r = 0; r < m; ++r) {
-    quantize_row(a + r * w.k, w, row);
-    float* out = y + r * w.n;
-    parallel_for(pool, w.n, static_cast<double>(w.k), [&](int64_t begin, int64_t end) {
-#if defined(ONYX_INT4_AVX2)
-      if (avx2) {
-        columns_range_avx2(w, row, begin, end, out);
-        return;
-      }
-#endif
-      for (int64_t col = begin; col < end; ++col) out[col] = column_portable(w, col, row);
-    });
+PackedInt4 pack_int4(const Int4Weights& w) {
+  PackedInt4 p;
+  p.n = w.n;
+  p.k = w.k;
+  p.block_size = w.block_size;
+  p.blocks = w.blocks;
+  p.groups = (w.n + kGroup - 1) / kGroup;
+  if (w.block_size % kChunk != 0) {
+    p.plain = w;
+    return p;
   }
+  const int64_t chunks = w.block_size / kChunk, code_bytes = chunks * kGroup * 16;
+  p.record_bytes = code_bytes + 2 * kGroup * static_cast<int64_t>(sizeof(float));
+  p.records.assign(static_cast<size_t>(p.groups * p.blocks * p.record_bytes), 0);
+  for (int64_t col = 0; col < w.n; ++col) {
+    const int64_t g = col / kGroup, lane = col % kGroup;
+    const int shift = static_cast<int>(lane % 2) * 4;
+    for (int64_t b = 0; b < w.blocks; ++b) {
+      uint8_t* record = p.records.data() + (g * w.blocks + b) * p.record_bytes;
+      for (int64_t i = 0; i < w.block_size; ++i) {
+        const int code = code_of(w, col, b * w.block_size + i);
+        record[(i / kChunk) * kGroup * 16 + (lane / 2) * kChunk + i % kChunk] |= static_cast<uint8_t>(code << shift);
+      }
+      const size_t at = static_cast<size_t>(col * w.blocks + b);
+      const float scale = w.scales[at], offset = static_cast<float>(w.zero_points[at]) * scale;
+      std::memcpy(record + code_bytes + lane * 4, &scale, 4);
+      std::memcpy(record + code_bytes + 32 + lane * 4, &offset, 4);
+    }
+  }
+  return p;
+}
+
+void int4_matmul(const PackedInt4& w, const float* a, int64_t m, float* y, ThreadPool* pool, Int8Isa isa,
+                 Int4Compute compute) {
+  if (m <= 0 || w.n <= 0) return;
+  if (compute == Int4Compute::kAuto) compute = m >= kFloatRows ? Int4Compute::kFloat : Int4Compute::kInt8;
+  if (compute == Int4Compute::kFloat) {
+    float_path(w, a, m, y, pool, resolve(isa) == Int8Isa::kAvx2);
+    return;
+  }
+  int8_path(w, a, m, y, pool, resolve(isa) == Int8Isa::kAvx2);
+}
+
+void int4_matmul(const Int4Weights& w, const float* a, int64_t m, float* y, ThreadPool* pool, Int8Isa isa,
+                 Int4Compute compute) {
+  int4_matmul(pack_int4(w), a, m, y, pool, isa, compute);
 }
 
 }  // namespace onyx::cpu

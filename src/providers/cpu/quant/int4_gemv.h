@@ -1,11 +1,17 @@
-// Products of float rows with 4-bit block-quantized weights, computed on
-// integers: each row of A is quantized to int8 per block of the weights
-// (scale max|a| / 127), the 4-bit codes multiply the int8 values in int32,
-// and each block's sum is scaled back to float. This is what MatMulNBits'
-// accuracy_level 4 allows (onnxruntime's "int8 compute"): for a decoder's
-// matrix-vector products it reads 1/8 of the float weights' bytes and does
-// 32 multiply-adds per AVX2 instruction pair (vpmaddubsw + vpmaddwd; a code
-// is at most 15 and |a| at most 127, so the 16-bit pair sums never saturate).
+// Products of float rows with 4-bit block-quantized weights (MatMulNBits).
+//
+// Few rows (decode): each row of A is quantized to int8 per block of the
+// weights (scale max|a| / 127), the 4-bit codes multiply the int8 values in
+// int32, and each block's sum is scaled back to float. This is what
+// MatMulNBits' accuracy_level 4 allows (onnxruntime's "int8 compute"): it
+// reads 1/8 of the float weights' bytes and does 32 multiply-adds per AVX2
+// instruction pair (vpmaddubsw + vpmaddwd; a code is at most 15 and |a| at
+// most 127, so the 16-bit pair sums never saturate).
+//
+// Many rows (prefill): the product is compute-bound, so a panel of columns
+// is dequantized to float and multiplied with the SGEMM by A's rows rounded
+// to int8 per block the same way (back in float): the same product as the
+// int8 path, up to float rounding.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +23,16 @@ namespace onyx::cpu {
 
 // The ways int4_matmul can run: kAuto is the best the CPU has; the others
 // are there so that tests run each path the machine can
-// (ONYX_INT8_ISA=portable forces the portable one in sessions too).
+// (ONYX_INT8_ISA=portable or avx2 forces one in sessions too).
 enum class Int8Isa { kAuto, kPortable, kAvx2 };
 
 std::vector<Int8Isa> available_int8_isas();
 const char* int8_isa_name(Int8Isa isa);
+
+// How the rows are multiplied: kAuto picks by the number of rows; kInt8
+// multiplies on integers (the decode path), kFloat dequantizes the weights
+// for the SGEMM (the prefill path). Both round A to int8 per block.
+enum class Int4Compute { kAuto, kInt8, kFloat };
 
 // W [n, k] as MatMulNBits stores 4-bit weights: per column, `blocks` blocks
 // of `block_size` codes (two per byte, the low nibble first), a float scale
@@ -36,8 +47,34 @@ struct Int4Weights {
   std::vector<uint8_t> zero_points;  // [n * blocks]
 };
 
-// Y[m, n] = A[m, k] * dequant(W)^T with A quantized to int8 per block.
+// Int4Weights rearranged once (at session creation) for the kernels: eight
+// columns at a time, block by block, so that one pass reads the weights
+// front to back. Per group of 8 columns and block, one record of
+//   codes   [block_size / 32][4 pairs][32 bytes]: byte j of pair p holds
+//           column 2p's code j in its low nibble and column 2p+1's in its
+//           high one (so one 32-byte load gives two columns' 32 codes, in the
+//           order of A's values),
+//   scales  [8] floats,
+//   offsets [8] floats: zero point * scale,
+// with columns past n all zero. Blocks of 16 keep the plain layout.
+struct PackedInt4 {
+  int64_t n = 0;
+  int64_t k = 0;
+  int64_t block_size = 0;
+  int64_t blocks = 0;
+  int64_t groups = 0;        // ceil(n / 8)
+  int64_t record_bytes = 0;  // one (group, block) record
+  std::vector<uint8_t> records;
+  Int4Weights plain;  // block_size 16 only
+};
+
+PackedInt4 pack_int4(const Int4Weights& w);
+
+// Y[m, n] = A[m, k] * dequant(W)^T.
+void int4_matmul(const PackedInt4& w, const float* a, int64_t m, float* y, ThreadPool* pool,
+                 Int8Isa isa = Int8Isa::kAuto, Int4Compute compute = Int4Compute::kAuto);
+// The same, packing W first (for tests and one-off products).
 void int4_matmul(const Int4Weights& w, const float* a, int64_t m, float* y, ThreadPool* pool,
-                 Int8Isa isa = Int8Isa::kAuto);
+                 Int8Isa isa = Int8Isa::kAuto, Int4Compute compute = Int4Compute::kAuto);
 
 }  // namespace onyx::cpu

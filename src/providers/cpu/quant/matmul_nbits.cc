@@ -8,7 +8,8 @@
 //
 // accuracy_level 4 with constant 4-bit weights (integer zero points, no
 // g_idx) keeps the codes as they are and multiplies
-// them with A quantized to int8 per block (int4_gemv.h): a quarter of the
+// them with A quantized to int8 per block (int4_gemv.h; many rows of A
+// instead dequantize panels of columns for the SGEMM): an eighth of the
 // float weights' memory and 2-4x faster at batch 1. Otherwise the weights are
 // dequantized to float once (when constant) and multiplied in float.
 #include <cstdint>
@@ -47,7 +48,7 @@ class MatMulNBitsKernel final : public Kernel {
     }
     weights_dtype_ = scales->dtype();
     if (accuracy_level_ >= 4 && bits_ == 4 && g_idx == nullptr && (zp == nullptr || zp->dtype() == DataType::kUInt8)) {
-      int4_ = int4_weights(*b, *scales, zp);
+      int4_ = pack_int4(int4_weights(*b, *scales, zp));
       return;
     }
     const std::vector<float> w = dequantize(*b, *scales, zp, g_idx, nullptr);
@@ -85,7 +86,7 @@ class MatMulNBitsKernel final : public Kernel {
     const int64_t m = a->size() / k_;
     std::vector<float> y(static_cast<size_t>(m * n_));
     const std::vector<float> av = read_floats(*a);
-    if (!int4_.codes.empty() && weights_dtype_ == a->dtype()) {
+    if (int4_.n > 0 && weights_dtype_ == a->dtype()) {
       if (m > 0) int4_matmul(int4_, av.data(), m, y.data(), ctx.thread_pool());
     } else if (!packed_.empty() && weights_dtype_ == a->dtype()) {
       if (m > 0) sgemm_packed_b(false, m, 1.0f, av.data(), k_, packed_, 0.0f, y.data(), n_, ctx.thread_pool());
@@ -208,7 +209,7 @@ class MatMulNBitsKernel final : public Kernel {
   }
 
   int64_t k_, n_, bits_, block_size_;
-  bool prepared() const { return !packed_.empty() || !int4_.codes.empty(); }
+  bool prepared() const { return !packed_.empty() || int4_.n > 0; }
 
   // The codes as they are, the scales as float and the zero points one per
   // block (8 when absent).
@@ -238,7 +239,7 @@ class MatMulNBitsKernel final : public Kernel {
   // The weights prepared at creation when B, scales, zero points and g_idx
   // are constant: 4-bit codes for int8 products (accuracy_level 4), else
   // W = dequant(B) packed for the float GEMM.
-  Int4Weights int4_;
+  PackedInt4 int4_;
   PackedMatrix packed_;
   DataType weights_dtype_ = DataType::kUndefined;
 };
