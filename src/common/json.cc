@@ -100,7 +100,8 @@ constexpr int kMaxDepth = 256;
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  Parser(std::string_view text, bool large_integers_as_doubles)
+      : text_(text), large_integers_as_doubles_(large_integers_as_doubles) {}
 
   Result<Json> document() {
     Json value;
@@ -369,12 +370,14 @@ class Parser {
     if (integral) {
       int64_t value = 0;
       auto [end, ec] = std::from_chars(first, last, value);
-      if (ec != std::errc() || end != last) {
+      if (ec == std::errc() && end == last) {
+        out = Json(value);
+        return Status::ok();
+      }
+      if (!large_integers_as_doubles_ || ec != std::errc::result_out_of_range) {
         pos_ = start;
         return error("an integer outside the int64 range");
       }
-      out = Json(value);
-      return Status::ok();
     }
     double value = 0.0;
     auto [end, ec] = std::from_chars(first, last, value);
@@ -387,6 +390,7 @@ class Parser {
   }
 
   std::string_view text_;
+  bool large_integers_as_doubles_ = false;
   size_t pos_ = 0;
 };
 
@@ -546,7 +550,11 @@ Status write_value(const Json& value, std::string& out) {
 
 }  // namespace
 
-Result<Json> parse_json(std::string_view text) { return Parser(text).document(); }
+Result<Json> parse_json(std::string_view text) { return Parser(text, false).document(); }
+
+Result<Json> parse_json(std::string_view text, bool large_integers_as_doubles) {
+  return Parser(text, large_integers_as_doubles).document();
+}
 
 Result<std::string> to_json(const Json& value) {
   std::string out;
