@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <unordered_set>
 
 namespace onyx {
 
@@ -170,6 +171,7 @@ class Parser {
   Status parse_object(Json& out, int depth) {
     ++pos_;  // '{'
     Json::Object members;
+    std::unordered_set<std::string> seen;  // the keys, once there are kScanMembers
     skip_space();
     if (peek() == '}') {
       ++pos_;
@@ -187,11 +189,20 @@ class Parser {
       skip_space();
       Json value;
       ONYX_RETURN_IF_ERROR(parse_value(value, depth + 1));
-      for (const auto& member : members) {
-        // Python keeps the last of repeated keys; a file that repeats one was
-        // not written by onyx, so refuse it rather than guess.
-        if (member.first == key) return error(str_cat("the key '", key, "' appears twice"));
+      // Python keeps the last of repeated keys; a file that repeats one was
+      // not written by onyx, so refuse it rather than guess. Large objects (a
+      // tokenizer's vocabulary) check through a set, small ones by a scan.
+      bool repeated = false;
+      if (members.size() < kScanMembers) {
+        for (const auto& member : members) repeated = repeated || member.first == key;
+        if (!repeated && members.size() + 1 == kScanMembers) {
+          for (const auto& member : members) seen.insert(member.first);
+          seen.insert(key);
+        }
+      } else {
+        repeated = !seen.insert(key).second;
       }
+      if (repeated) return error(str_cat("the key '", key, "' appears twice"));
       members.emplace_back(std::move(key), std::move(value));
       skip_space();
       if (peek() == ',') {
@@ -391,6 +402,7 @@ class Parser {
 
   std::string_view text_;
   bool large_integers_as_doubles_ = false;
+  static constexpr size_t kScanMembers = 16;
   size_t pos_ = 0;
 };
 

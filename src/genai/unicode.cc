@@ -211,17 +211,9 @@ CharClass char_class(char32_t cp) {
   return static_cast<CharClass>(range_value(std::begin(kCategoryRanges), std::end(kCategoryRanges), cp));
 }
 
-std::string nfc(std::string_view text) {
-  // ASCII is NFC already: most text takes this exit.
-  bool simple = true;
-  for (char c : text) {
-    if (static_cast<unsigned char>(c) >= 0x80) {
-      simple = false;
-      break;
-    }
-  }
-  if (simple) return std::string(text);
+namespace {
 
+std::string nfc_span(std::string_view text) {
   std::vector<char32_t> chars;
   chars.reserve(text.size());
   for (size_t pos = 0; pos < text.size();) decompose(next_code_point(text, pos), chars);
@@ -263,6 +255,32 @@ std::string nfc(std::string_view text) {
   result.reserve(text.size());
   for (char32_t c : out) append_utf8(result, c);
   return result;
+}
+
+}  // namespace
+
+std::string nfc(std::string_view text) {
+  // ASCII is NFC and blocks composition and reordering on both sides (no
+  // composition has an ASCII second character), so only each run of
+  // non-ASCII bytes, with the ASCII character before it, needs the work.
+  std::string out;
+  out.reserve(text.size());
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t begin = pos;
+    while (begin < text.size() && static_cast<unsigned char>(text[begin]) < 0x80) ++begin;
+    if (begin == text.size()) {
+      out.append(text.substr(pos));
+      break;
+    }
+    if (begin > pos) --begin;  // the starter before the run
+    out.append(text.substr(pos, begin - pos));
+    size_t end = begin + 1;
+    while (end < text.size() && static_cast<unsigned char>(text[end]) >= 0x80) ++end;
+    out += nfc_span(text.substr(begin, end - begin));
+    pos = end;
+  }
+  return out;
 }
 
 }  // namespace onyx::genai::unicode
