@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <unordered_set>
 
 namespace onyx {
 
@@ -100,7 +101,8 @@ constexpr int kMaxDepth = 256;
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  Parser(std::string_view text, bool large_integers_as_doubles)
+      : text_(text), large_integers_as_doubles_(large_integers_as_doubles) {}
 
   Result<Json> document() {
     Json value;
@@ -169,6 +171,7 @@ class Parser {
   Status parse_object(Json& out, int depth) {
     ++pos_;  // '{'
     Json::Object members;
+    std::unordered_set<std::string> seen;  // the keys, once there are kScanMembers
     skip_space();
     if (peek() == '}') {
       ++pos_;
@@ -186,11 +189,20 @@ class Parser {
       skip_space();
       Json value;
       ONYX_RETURN_IF_ERROR(parse_value(value, depth + 1));
-      for (const auto& member : members) {
-        // Python keeps the last of repeated keys; a file that repeats one was
-        // not written by onyx, so refuse it rather than guess.
-        if (member.first == key) return error(str_cat("the key '", key, "' appears twice"));
+      // Python keeps the last of repeated keys; a file that repeats one was
+      // not written by onyx, so refuse it rather than guess. Large objects (a
+      // tokenizer's vocabulary) check through a set, small ones by a scan.
+      bool repeated = false;
+      if (members.size() < kScanMembers) {
+        for (const auto& member : members) repeated = repeated || member.first == key;
+        if (!repeated && members.size() + 1 == kScanMembers) {
+          for (const auto& member : members) seen.insert(member.first);
+          seen.insert(key);
+        }
+      } else {
+        repeated = !seen.insert(key).second;
       }
+      if (repeated) return error(str_cat("the key '", key, "' appears twice"));
       members.emplace_back(std::move(key), std::move(value));
       skip_space();
       if (peek() == ',') {
@@ -369,12 +381,14 @@ class Parser {
     if (integral) {
       int64_t value = 0;
       auto [end, ec] = std::from_chars(first, last, value);
-      if (ec != std::errc() || end != last) {
+      if (ec == std::errc() && end == last) {
+        out = Json(value);
+        return Status::ok();
+      }
+      if (!large_integers_as_doubles_ || ec != std::errc::result_out_of_range) {
         pos_ = start;
         return error("an integer outside the int64 range");
       }
-      out = Json(value);
-      return Status::ok();
     }
     double value = 0.0;
     auto [end, ec] = std::from_chars(first, last, value);
@@ -387,6 +401,8 @@ class Parser {
   }
 
   std::string_view text_;
+  bool large_integers_as_doubles_ = false;
+  static constexpr size_t kScanMembers = 16;
   size_t pos_ = 0;
 };
 
@@ -546,7 +562,11 @@ Status write_value(const Json& value, std::string& out) {
 
 }  // namespace
 
-Result<Json> parse_json(std::string_view text) { return Parser(text).document(); }
+Result<Json> parse_json(std::string_view text) { return Parser(text, false).document(); }
+
+Result<Json> parse_json(std::string_view text, bool large_integers_as_doubles) {
+  return Parser(text, large_integers_as_doubles).document();
+}
 
 Result<std::string> to_json(const Json& value) {
   std::string out;

@@ -74,6 +74,9 @@ const char* json_kind_name(Json::Kind kind);
 // Integers without fraction or exponent read as kInt (int64; larger ones are
 // an error), the rest as kDouble. NaN and Infinity are not JSON and refused.
 Result<Json> parse_json(std::string_view text);
+// As above, but an integer beyond int64 reads as a kDouble, as Python's json
+// writes 1e30 given as an int (transformers' model_max_length).
+Result<Json> parse_json(std::string_view text, bool large_integers_as_doubles);
 
 // Writes `value` as Python's json.dumps does by default. Non-finite numbers
 // and strings that are not UTF-8 are errors.
