@@ -3,6 +3,7 @@
 // model builder writes), streaming tokens as they come.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -29,6 +30,7 @@ struct GenerateArguments {
   int64_t threads = 0;
   std::string kv_cache = "float";
   int64_t reply_tokens = 256;  // chat: a reply's tokens at most
+  bool ids = false;            // prompts (turns) and new tokens as ids, not text
 };
 
 double parse_number(const std::string& text, double min, double max) {
@@ -61,6 +63,10 @@ void declare(CommandLine& command_line, GenerateArguments& a, bool chat) {
   }
   command_line.option({"--tokens"}, "IDS", "the prompt as token ids, comma-separated (1,2,3) instead of text",
                       [&](const std::string& v) { a.tokens = v; });
+  command_line.flag({"--ids"},
+                    chat ? "each line is token ids (1,2,3) and replies print as ids, tokenizer or not"
+                         : "print the new tokens as ids instead of text",
+                    &a.ids);
   command_line.option({"--max_length"}, "N", "prompt plus generated tokens at most (default: genai_config.json's)",
                       [&](const std::string& v) { a.max_length = parse_integer(v, 1, 1 << 24); });
   command_line.flag({"--do_sample"}, "sample instead of taking the most likely token", &a.do_sample);
@@ -130,51 +136,36 @@ genai::GeneratorParams make_params(const genai::Model& model, const GenerateArgu
   return params;
 }
 
-// Writes each new token as text (with the tokenizer) or as its id.
+// Writes each new token as text, with the folder's tokenizer, or as its id
+// with --ids or where the folder has no tokenizer.json (prompts are then --tokens).
 class Printer {
  public:
-  explicit Printer(const std::string& folder) {
-#if ONYX_HAVE_TOKENIZER
-    tokenizer_.emplace(genai::Tokenizer::from_folder(folder));
-    stream_.emplace(tokenizer_->create_stream());
-#else
-    (void)folder;
-#endif
+  Printer(const std::string& folder, bool ids) {
+    if (!ids && std::filesystem::exists(std::filesystem::path(folder) / "tokenizer.json")) {
+      tokenizer_.emplace(genai::Tokenizer::from_folder(folder));
+      stream_.emplace(tokenizer_->create_stream());
+    }
   }
-  bool has_tokenizer() const {
-#if ONYX_HAVE_TOKENIZER
-    return true;
-#else
-    return false;
-#endif
-  }
+  bool has_tokenizer() const { return tokenizer_.has_value(); }
   std::vector<int32_t> encode(const std::string& text) const {
-#if ONYX_HAVE_TOKENIZER
+    if (!tokenizer_) throw UsageError("the folder has no tokenizer.json: give the prompt as --tokens 1,2,3");
     return tokenizer_->encode(text);
-#else
-    (void)text;
-    throw UsageError("this build of onyx has no tokenizer: give the prompt as --tokens 1,2,3");
-#endif
   }
   void print(int32_t token) {
-#if ONYX_HAVE_TOKENIZER
-    std::fputs(stream_->decode(token).c_str(), stdout);
-#else
-    std::printf("%d ", token);
-#endif
+    if (stream_) {
+      std::fputs(stream_->decode(token).c_str(), stdout);
+    } else {
+      std::printf("%d ", token);
+    }
     std::fflush(stdout);
   }
   void reset() {
-#if ONYX_HAVE_TOKENIZER
-    stream_->reset();
-#endif
+    if (stream_) stream_->reset();
   }
 
  private:
-#if ONYX_HAVE_TOKENIZER
   std::optional<genai::Tokenizer> tokenizer_;
   std::optional<genai::TokenizerStream> stream_;
-#endif
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -203,13 +194,13 @@ int generate_command(const std::vector<std::string>& args) {
       "writes), streaming tokens as they come, then prints the prompt tokens, prefill tokens/s, new "
       "tokens and decode tokens/s.");
   declare(command_line, a, false);
-  command_line.note("Without a tokenizer in this build, --tokens gives the prompt and the new tokens print as ids.");
+  command_line.note("A folder without tokenizer.json takes the prompt as --tokens and prints the new tokens as ids.");
   command_line.example("onyx generate qwen-int4 --prompt \"Once upon a time\" --max_length 128");
   if (!command_line.parse(args)) return kExitOk;
   if (a.prompt.empty() == a.tokens.empty())
     throw UsageError("give the prompt as --prompt TEXT or --tokens IDS (one of them)");
   std::unique_ptr<genai::Model> model = load_model(a);
-  Printer printer(a.folder);
+  Printer printer(a.folder, a.ids);
   const std::vector<int32_t> prompt = a.tokens.empty() ? printer.encode(a.prompt) : parse_token_list(a.tokens);
   const genai::GeneratorParams params = make_params(*model, a);
   genai::Generator generator(*model, params);
@@ -243,14 +234,12 @@ int chat_command(const std::vector<std::string>& args) {
   declare(command_line, a, true);
   command_line.note(
       "Templates by model.type: qwen2/qwen3/phi3 '<|im_start|>user\\n{input}<|im_end|>\\n<|im_start|>assistant\\n', "
-      "llama "
-      "(Llama 3 headers), mistral '[INST] {input} [/INST]', gemma '<start_of_turn>user...'; others '{input}'. Without "
-      "a "
-      "tokenizer in this build, each line is token ids (1,2,3).");
+      "llama (Llama 3 headers), mistral '[INST] {input} [/INST]', gemma '<start_of_turn>user...'; others '{input}'. "
+      "With --ids, or a folder without tokenizer.json, each line is token ids (1,2,3).");
   command_line.example("echo 'Hello!' | onyx chat qwen-int4 --max_length 512");
   if (!command_line.parse(args)) return kExitOk;
   std::unique_ptr<genai::Model> model = load_model(a);
-  Printer printer(a.folder);
+  Printer printer(a.folder, a.ids);
   const std::string turn_template = a.template_text.empty() ? default_template(model->type()) : a.template_text;
   genai::Generator generator(*model, make_params(*model, a));
   std::string line;

@@ -72,6 +72,10 @@ class IoBinding {
   std::vector<Value> results_;
 };
 
+namespace session {
+struct SessionFactory;  // src/session/session_factory.h: sessions of models already in memory
+}  // namespace session
+
 class InferenceSession {
  public:
   // Loads, checks and prepares the model; throws onyx::Error with a message
@@ -132,6 +136,7 @@ class InferenceSession {
   struct Impl;
 
  private:
+  friend struct session::SessionFactory;
   explicit InferenceSession(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

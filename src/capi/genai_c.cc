@@ -1,18 +1,17 @@
 // The generation C API (include/onyx/onyx_genai_c.h) over onyx::genai's
 // Config, Model, GeneratorParams and Generator. Results, strings, sequences
-// and the tokenizer are genai_tokenizer_c.cc's; until the tokenizer is part
-// of this build (ONYX_HAVE_TOKENIZER), the first three are here too.
+// and the tokenizer are genai_tokenizer_c.cc's.
 #include <cstring>
 
 #include "capi/genai_handles.h"
 #include "genai/model.h"
 
-using onyx::genai::capi::guard;
+using onyx::capi::genai_guard;
 
 namespace {
 
 OnyxGenaiResult* null_argument(const char* function, const char* name) {
-  return new (std::nothrow) OnyxGenaiResult{std::string(function) + ": argument " + name + " is NULL"};
+  return onyx::capi::genai_result(std::string(function) + ": argument " + name + " is NULL");
 }
 
 }  // namespace
@@ -22,75 +21,42 @@ OnyxGenaiResult* null_argument(const char* function, const char* name) {
 
 extern "C" {
 
-#if !ONYX_HAVE_TOKENIZER
-const char* OnyxGenaiResultGetError(const OnyxGenaiResult* result) noexcept {
-  return result ? result->message.c_str() : "";
-}
-void OnyxGenaiDestroyResult(OnyxGenaiResult* result) noexcept { delete result; }
-void OnyxGenaiDestroyString(const char* string) noexcept { delete[] string; }
-
-OnyxGenaiResult* OnyxGenaiCreateSequences(OnyxGenaiSequences** out) noexcept {
-  ONYX_GENAI_REQUIRE(out);
-  return guard([&] { *out = new OnyxGenaiSequences(); });
-}
-void OnyxGenaiDestroySequences(OnyxGenaiSequences* sequences) noexcept { delete sequences; }
-size_t OnyxGenaiSequencesCount(const OnyxGenaiSequences* sequences) noexcept {
-  return sequences ? sequences->sequences.size() : 0;
-}
-size_t OnyxGenaiSequencesGetSequenceCount(const OnyxGenaiSequences* sequences, size_t index) noexcept {
-  return sequences && index < sequences->sequences.size() ? sequences->sequences[index].size() : 0;
-}
-const int32_t* OnyxGenaiSequencesGetSequenceData(const OnyxGenaiSequences* sequences, size_t index) noexcept {
-  return sequences && index < sequences->sequences.size() ? sequences->sequences[index].data() : nullptr;
-}
-OnyxGenaiResult* OnyxGenaiAppendTokenSequence(const int32_t* tokens, size_t count,
-                                              OnyxGenaiSequences* sequences) noexcept {
-  ONYX_GENAI_REQUIRE(sequences);
-  if (count > 0) ONYX_GENAI_REQUIRE(tokens);
-  return guard([&] { sequences->sequences.emplace_back(tokens, tokens + count); });
-}
-#endif
-
 OnyxGenaiResult* OnyxGenaiCreateTokenizer(const OnyxGenaiModel* model, OnyxGenaiTokenizer** out) noexcept {
   ONYX_GENAI_REQUIRE(model);
   ONYX_GENAI_REQUIRE(out);
-#if ONYX_HAVE_TOKENIZER
   return OnyxGenaiCreateTokenizerFromFolder(model->model->folder().c_str(), out);
-#else
-  return new (std::nothrow) OnyxGenaiResult{"OnyxGenaiCreateTokenizer: this build of onyx has no tokenizer"};
-#endif
 }
 
 OnyxGenaiResult* OnyxGenaiCreateConfig(const char* folder, OnyxGenaiConfig** out) noexcept {
   ONYX_GENAI_REQUIRE(folder);
   ONYX_GENAI_REQUIRE(out);
-  return guard([&] { *out = new OnyxGenaiConfig{onyx::genai::Config(folder)}; });
+  return genai_guard([&] { *out = new OnyxGenaiConfig{onyx::genai::Config(folder)}; });
 }
 void OnyxGenaiDestroyConfig(OnyxGenaiConfig* config) noexcept { delete config; }
 OnyxGenaiResult* OnyxGenaiConfigOverlay(OnyxGenaiConfig* config, const char* json) noexcept {
   ONYX_GENAI_REQUIRE(config);
   ONYX_GENAI_REQUIRE(json);
-  return guard([&] { config->config.overlay(json); });
+  return genai_guard([&] { config->config.overlay(json); });
 }
 OnyxGenaiResult* OnyxGenaiConfigClearProviders(OnyxGenaiConfig* config) noexcept {
   ONYX_GENAI_REQUIRE(config);
-  return guard([&] { config->config.clear_providers(); });
+  return genai_guard([&] { config->config.clear_providers(); });
 }
 OnyxGenaiResult* OnyxGenaiConfigAppendProvider(OnyxGenaiConfig* config, const char* provider) noexcept {
   ONYX_GENAI_REQUIRE(config);
   ONYX_GENAI_REQUIRE(provider);
-  return guard([&] { config->config.append_provider(provider); });
+  return genai_guard([&] { config->config.append_provider(provider); });
 }
 
 OnyxGenaiResult* OnyxGenaiCreateModel(const char* folder, OnyxGenaiModel** out) noexcept {
   ONYX_GENAI_REQUIRE(folder);
   ONYX_GENAI_REQUIRE(out);
-  return guard([&] { *out = new OnyxGenaiModel{std::make_unique<onyx::genai::Model>(std::string(folder))}; });
+  return genai_guard([&] { *out = new OnyxGenaiModel{std::make_unique<onyx::genai::Model>(std::string(folder))}; });
 }
 OnyxGenaiResult* OnyxGenaiCreateModelFromConfig(const OnyxGenaiConfig* config, OnyxGenaiModel** out) noexcept {
   ONYX_GENAI_REQUIRE(config);
   ONYX_GENAI_REQUIRE(out);
-  return guard([&] { *out = new OnyxGenaiModel{std::make_unique<onyx::genai::Model>(config->config)}; });
+  return genai_guard([&] { *out = new OnyxGenaiModel{std::make_unique<onyx::genai::Model>(config->config)}; });
 }
 void OnyxGenaiDestroyModel(OnyxGenaiModel* model) noexcept { delete model; }
 const char* OnyxGenaiModelGetType(const OnyxGenaiModel* model) noexcept {
@@ -100,13 +66,13 @@ OnyxGenaiResult* OnyxGenaiModelGetKvCacheBytes(const OnyxGenaiModel* model, int6
                                                int64_t* out) noexcept {
   ONYX_GENAI_REQUIRE(model);
   ONYX_GENAI_REQUIRE(out);
-  return guard([&] { *out = model->model->kv_cache_bytes(batch, max_length); });
+  return genai_guard([&] { *out = model->model->kv_cache_bytes(batch, max_length); });
 }
 
 OnyxGenaiResult* OnyxGenaiCreateGeneratorParams(const OnyxGenaiModel* model, OnyxGenaiGeneratorParams** out) noexcept {
   ONYX_GENAI_REQUIRE(model);
   ONYX_GENAI_REQUIRE(out);
-  return guard(
+  return genai_guard(
       [&] { *out = new OnyxGenaiGeneratorParams{std::make_unique<onyx::genai::GeneratorParams>(*model->model)}; });
 }
 void OnyxGenaiDestroyGeneratorParams(OnyxGenaiGeneratorParams* params) noexcept { delete params; }
@@ -114,13 +80,13 @@ OnyxGenaiResult* OnyxGenaiGeneratorParamsSetSearchNumber(OnyxGenaiGeneratorParam
                                                          double value) noexcept {
   ONYX_GENAI_REQUIRE(params);
   ONYX_GENAI_REQUIRE(name);
-  return guard([&] { params->params->set_search_option(name, value); });
+  return genai_guard([&] { params->params->set_search_option(name, value); });
 }
 OnyxGenaiResult* OnyxGenaiGeneratorParamsSetSearchBool(OnyxGenaiGeneratorParams* params, const char* name,
                                                        int value) noexcept {
   ONYX_GENAI_REQUIRE(params);
   ONYX_GENAI_REQUIRE(name);
-  return guard([&] { params->params->set_search_option(name, value != 0); });
+  return genai_guard([&] { params->params->set_search_option(name, value != 0); });
 }
 
 OnyxGenaiResult* OnyxGenaiCreateGenerator(const OnyxGenaiModel* model, const OnyxGenaiGeneratorParams* params,
@@ -128,7 +94,7 @@ OnyxGenaiResult* OnyxGenaiCreateGenerator(const OnyxGenaiModel* model, const Ony
   ONYX_GENAI_REQUIRE(model);
   ONYX_GENAI_REQUIRE(params);
   ONYX_GENAI_REQUIRE(out);
-  return guard([&] {
+  return genai_guard([&] {
     auto generator = std::make_unique<OnyxGenaiGenerator>();
     generator->generator = std::make_unique<onyx::genai::Generator>(*model->model, *params->params);
     generator->pad_token_id = model->model->impl().config.pad_token_id;
@@ -144,7 +110,7 @@ OnyxGenaiResult* OnyxGenaiGenerator_AppendTokens(OnyxGenaiGenerator* generator, 
                                                  size_t count) noexcept {
   ONYX_GENAI_REQUIRE(generator);
   if (count > 0) ONYX_GENAI_REQUIRE(tokens);
-  return guard([&] {
+  return genai_guard([&] {
     generator->generator->append_tokens(std::span<const int32_t>(tokens, count));
     generator->sequence_index = SIZE_MAX;
   });
@@ -154,7 +120,7 @@ OnyxGenaiResult* OnyxGenaiGenerator_AppendTokenSequences(OnyxGenaiGenerator* gen
                                                          const OnyxGenaiSequences* sequences) noexcept {
   ONYX_GENAI_REQUIRE(generator);
   ONYX_GENAI_REQUIRE(sequences);
-  return guard([&] {
+  return genai_guard([&] {
     // Rows of different lengths padded on the right with the pad id; the
     // generator takes padding off again.
     size_t width = 0;
@@ -172,7 +138,7 @@ OnyxGenaiResult* OnyxGenaiGenerator_AppendTokenSequences(OnyxGenaiGenerator* gen
 
 OnyxGenaiResult* OnyxGenaiGenerator_GenerateNextToken(OnyxGenaiGenerator* generator) noexcept {
   ONYX_GENAI_REQUIRE(generator);
-  return guard([&] {
+  return genai_guard([&] {
     generator->generator->generate_next_token();
     generator->sequence_index = SIZE_MAX;
   });
@@ -183,7 +149,7 @@ OnyxGenaiResult* OnyxGenaiGenerator_GetNextTokens(const OnyxGenaiGenerator* gene
   ONYX_GENAI_REQUIRE(generator);
   ONYX_GENAI_REQUIRE(out);
   ONYX_GENAI_REQUIRE(count);
-  return guard([&] {
+  return genai_guard([&] {
     std::span<const int32_t> tokens = generator->generator->get_next_tokens();
     *out = tokens.data();
     *count = tokens.size();
@@ -192,7 +158,7 @@ OnyxGenaiResult* OnyxGenaiGenerator_GetNextTokens(const OnyxGenaiGenerator* gene
 
 OnyxGenaiResult* OnyxGenaiGenerator_RewindTo(OnyxGenaiGenerator* generator, size_t new_length) noexcept {
   ONYX_GENAI_REQUIRE(generator);
-  return guard([&] {
+  return genai_guard([&] {
     generator->generator->rewind_to(new_length);
     generator->sequence_index = SIZE_MAX;
   });
@@ -225,7 +191,7 @@ OnyxGenaiResult* OnyxGenaiGenerator_GetLogits(const OnyxGenaiGenerator* generato
   ONYX_GENAI_REQUIRE(generator);
   ONYX_GENAI_REQUIRE(out);
   ONYX_GENAI_REQUIRE(count);
-  return guard([&] {
+  return genai_guard([&] {
     std::span<const float> logits = generator->generator->get_logits();
     *out = logits.data();
     *count = logits.size();

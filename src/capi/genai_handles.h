@@ -1,6 +1,6 @@
 // What the generation C API's opaque handles (include/onyx/onyx_genai_c.h)
-// are inside, shared by genai_c.cc (config, model, generator) and
-// genai_tokenizer_c.cc (results, strings, sequences, tokenizer). Internal to
+// for the config, model and generator are inside (genai_c.cc); results,
+// sequences and the tokenizer's are in genai_tokenizer_c.h. Internal to
 // src/capi.
 #pragma once
 
@@ -11,16 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "capi/genai_tokenizer_c.h"
 #include "onyx/genai.h"
 #include "onyx/onyx_genai_c.h"
-
-struct OnyxGenaiResult {
-  std::string message;
-};
-
-struct OnyxGenaiSequences {
-  std::vector<std::vector<int32_t>> sequences;
-};
 
 struct OnyxGenaiConfig {
   onyx::genai::Config config;
@@ -40,23 +33,3 @@ struct OnyxGenaiGenerator {
   size_t sequence_index = SIZE_MAX;
   int32_t pad_token_id = 0;  // what AppendTokenSequences pads rows with
 };
-
-namespace onyx::genai::capi {
-
-// Runs `body`; an exception becomes an OnyxGenaiResult with its message
-// (NULL on success). No exception leaves the C API.
-template <typename Body>
-OnyxGenaiResult* guard(Body&& body) noexcept {
-  try {
-    body();
-    return nullptr;
-  } catch (const std::bad_alloc&) {
-    return new (std::nothrow) OnyxGenaiResult{"out of memory"};
-  } catch (const std::exception& e) {
-    return new (std::nothrow) OnyxGenaiResult{e.what()};
-  } catch (...) {
-    return new (std::nothrow) OnyxGenaiResult{"unknown error"};
-  }
-}
-
-}  // namespace onyx::genai::capi

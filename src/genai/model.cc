@@ -2,15 +2,12 @@
 // model's inputs and outputs are the ones the configuration names.
 #include "genai/model.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <set>
 
 #include "model/reader.h"
-#include "model/writer.h"
+#include "session/session_factory.h"
 
 namespace onyx::genai {
 namespace {
@@ -111,37 +108,6 @@ int64_t Model::Impl::max_length(int64_t requested) const {
 
 namespace {
 
-// A session of the rewritten model. It is written beside the original for
-// the session to load, so its external data references stay valid.
-std::unique_ptr<InferenceSession> session_from_rewritten(const model::ModelProto& proto, const std::string& folder,
-                                                         const SessionOptions& options,
-                                                         const std::vector<std::string>& providers) {
-  static std::atomic<int> counter{0};
-  const std::filesystem::path path = std::filesystem::path(folder) / (".onyx-genai-" + std::to_string(::getpid()) +
-                                                                      "-" + std::to_string(counter++) + ".onnx");
-  Status written = model::write_model_file(proto, path.string());
-  if (written.is_ok()) {
-    std::unique_ptr<InferenceSession> session;
-    try {
-      session = InferenceSession::from_file(path.string(), options, providers);
-    } catch (...) {
-      std::filesystem::remove(path);
-      throw;
-    }
-    std::filesystem::remove(path);
-    return session;
-  }
-  // A read-only folder: the weights go inline.
-  model::ModelProto inline_model = proto;
-  for (model::TensorProto& tensor : inline_model.graph->initializer) {
-    if (tensor.data_location == 1 && tensor.has_raw_data) {
-      tensor.data_location = 0;
-      tensor.external_data.clear();
-    }
-  }
-  return InferenceSession::from_bytes(model::serialize_model(inline_model), options, providers);
-}
-
 std::shared_ptr<Model::Impl> load_model(const Json& document, const std::string& folder) {
   auto impl = std::make_shared<Model::Impl>();
   impl->config = parse_model_config(document, folder);
@@ -168,12 +134,8 @@ std::shared_ptr<Model::Impl> load_model(const Json& document, const std::string&
     providers.push_back(session_name);
     options.provider_options[session_name] = values;
   }
-  // Declared shapes of intermediate values are hints the session checks
-  // strictly; onnxruntime-genai's builder writes some that do not hold (a
-  // [1] constant declared a scalar), so they go.
-  proto->graph->value_info.clear();
   if (d.int8_kv_cache) rewrite_for_int8_kv_cache(*proto, d);
-  impl->session = session_from_rewritten(*proto, folder, options, providers);
+  impl->session = session::SessionFactory::from_model(std::move(proto).value(), options, providers);
   const std::string file = d.filename;
   const auto& inputs = impl->session->inputs();
   const auto& outputs = impl->session->outputs();

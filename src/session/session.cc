@@ -18,10 +18,11 @@
 #include "providers/testing/test_device.h"
 #include "session/executor.h"
 #include "session/memory_pattern.h"
-#include "tensor/arena.h"
 #include "session/memory_usage.h"
 #include "session/planner.h"
 #include "session/prepare.h"
+#include "session/session_factory.h"
+#include "tensor/arena.h"
 
 namespace onyx {
 
@@ -415,6 +416,17 @@ std::unique_ptr<InferenceSession> InferenceSession::from_bytes(std::string_view 
   const int64_t init_start = profiler ? profiler->now_us() : 0;
   throw_if_error(impl->init(providers));
   if (profiler) profiler->record_session_event("session_initialization", init_start, profiler->now_us() - init_start);
+  return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
+}
+
+std::unique_ptr<InferenceSession> session::SessionFactory::from_model(model::ModelProto model,
+                                                                      const SessionOptions& options,
+                                                                      const std::vector<std::string>& providers) {
+  auto impl = std::make_unique<InferenceSession::Impl>();
+  impl->options = options;
+  impl->start_profiling();
+  impl->model = std::move(model);
+  throw_if_error(impl->init(providers));
   return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
 }
 

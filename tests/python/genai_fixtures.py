@@ -1,7 +1,7 @@
 """Tiny genai model folders for the onyx.genai tests: a random 2-layer
-Llama (hidden 64) with a small byte-level BPE tokenizer, exported with
-onnxruntime-genai's model builder. Needs torch and transformers (the tests
-skip without them); onyx's own builder replaces this at the merge."""
+Llama (hidden 64) with a small byte-level BPE tokenizer, exported by onyx's
+model builder (no torch needed) or by onnxruntime-genai's (its folders must
+run unchanged; that one needs torch and transformers, and skips without)."""
 
 import subprocess
 import sys
@@ -10,8 +10,20 @@ from pathlib import Path
 import pytest
 
 
-def make_tiny_folder(root: Path) -> Path:
-    """Writes ROOT/hf (the Hugging Face model) and ROOT/genai (the genai folder); returns the latter."""
+BUILDERS = ["onyx", "onnxruntime-genai"]
+
+
+def make_tiny_folder(root: Path, builder: str = "onyx") -> Path:
+    """The genai folder of a tiny random Llama, exported by `builder` (one of BUILDERS)."""
+    if builder == "onyx":
+        from genai_models import build_tiny_model
+
+        return Path(build_tiny_model(root, "llama", "fp32", pad_token_id=0))
+    return _og_built_folder(root)
+
+
+def _og_built_folder(root: Path) -> Path:
+    """Writes ROOT/hf (the Hugging Face model) and ROOT/genai (onnxruntime-genai's folder); returns the latter."""
     torch = pytest.importorskip("torch", reason="making the tiny genai model needs torch")
     transformers = pytest.importorskip("transformers", reason="making the tiny genai model needs transformers")
     tokenizers = pytest.importorskip("tokenizers")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bindings_util import onyx_command
-from genai_fixtures import make_tiny_folder
+from genai_fixtures import BUILDERS, make_tiny_folder
 
 og = pytest.importorskip("onnxruntime_genai")
 
@@ -34,15 +34,28 @@ def og_greedy(folder, tokens, max_length):
 
 
 def test_generate_prints_og_tokens_and_speeds(folder):
-    result = run("generate", str(folder), "--tokens", "344,353,20", "--max_length", "40")
+    result = run("generate", str(folder), "--tokens", "344,353,20", "--ids", "--max_length", "40")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
     assert [int(t) for t in lines[0].split()] == og_greedy(folder, [344, 353, 20], 40)
     assert "prompt tokens 3, prefill" in result.stdout and "new tokens 37, decode" in result.stdout
 
 
+def test_generate_streams_the_text_of_og_tokens(folder):
+    """A text prompt goes through the folder's tokenizer.json (onyx's C++
+    tokenizer) and the reply streams as text: og's greedy tokens, decoded."""
+    result = run("generate", str(folder), "--prompt", "Hello world", "--max_length", "40")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout.split("\n\nprompt tokens")[0]
+    tokenizers = pytest.importorskip("tokenizers")
+    tokenizer = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
+    prompt = tokenizer.encode("Hello world").ids
+    assert text == tokenizer.decode(og_greedy(folder, prompt, 40))
+    assert f"prompt tokens {len(prompt)}, prefill" in result.stdout
+
+
 def test_chat_keeps_the_cache_between_turns(folder):
-    result = run("chat", str(folder), "--max_length", "60", "--reply_tokens", "12", stdin="344,353\n20,21\n")
+    result = run("chat", str(folder), "--ids", "--max_length", "60", "--reply_tokens", "12", stdin="344,353\n20,21\n")
     assert result.returncode == 0, result.stderr
     first, second = [[int(t) for t in line.split()] for line in result.stdout.strip().splitlines()]
     assert len(first) == 12 and first == og_greedy(folder, [344, 353], 14)

@@ -44,6 +44,13 @@ class Tokenizer:
         self._bos = _special_id(self._tokenizer, config, "bos_token")
         self._eos = _special_id(self._tokenizer, config, "eos_token")
         self._pad = _special_id(self._tokenizer, config, "pad_token")
+        # Batches are padded with the id the generator strips: genai_config.json's, as onnxruntime-genai does.
+        genai_config = os.path.join(str(folder), "genai_config.json")
+        if os.path.isfile(genai_config):
+            with open(genai_config, encoding="utf-8") as f:
+                pad = json.load(f).get("model", {}).get("pad_token_id")
+            if isinstance(pad, int):
+                self._pad = pad
         # As onnxruntime-genai: special tokens only where tokenizer_config.json asks for them.
         self._add_bos = bool(config.get("add_bos_token", False)) and self._bos is not None
         self._add_eos = bool(config.get("add_eos_token", False)) and self._eos is not None
@@ -57,7 +64,8 @@ class Tokenizer:
         return np.asarray(ids, dtype=np.int32)
 
     def encode_batch(self, texts):
-        """[len(texts), longest] int32, shorter rows padded on the right with the pad id."""
+        """[len(texts), longest] int32, shorter rows padded on the right with the pad id
+        (genai_config.json's pad_token_id, else tokenizer_config.json's pad token, else eos)."""
         rows = [self.encode(t) for t in texts]
         width = max((len(r) for r in rows), default=0)
         pad = self._pad if self._pad is not None else (self._eos if self._eos is not None else 0)
