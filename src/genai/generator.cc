@@ -195,6 +195,9 @@ void Generator::Impl::run_model() {
     binding.bind_input(d.attention_mask, integer_tensor(input_dtype(session, d.attention_mask), rows, width, mask));
   if (model.has_position_ids)
     binding.bind_input(d.position_ids, integer_tensor(input_dtype(session, d.position_ids), rows, step, positions));
+  if (model.last_token_logits) {
+    binding.bind_input(kLastTokenInput, integer_tensor(DataType::kInt64, rows, 1, last_index));
+  }
   binding.bind_output(d.logits, Device{});
   cache.bind(binding);
   session.run_with_binding(binding);

@@ -100,6 +100,88 @@ void rewrite_for_int8_kv_cache(model::ModelProto& model, const DecoderConfig& d)
     throw Error(invalid_argument("kv_cache_type int8 needs a model with GroupQueryAttention nodes; this one has none"));
 }
 
+bool rewrite_for_last_token_logits(model::ModelProto& model, const DecoderConfig& d) {
+  model::GraphProto& graph = *model.graph;
+  auto producer = [&](const std::string& value) -> model::NodeProto* {
+    for (model::NodeProto& node : graph.node) {
+      if (std::find(node.output.begin(), node.output.end(), value) != node.output.end()) return &node;
+    }
+    return nullptr;
+  };
+  model::NodeProto* head = producer(d.logits);
+  std::set<std::string> reshaped = {d.logits};  // values from the head to the logits: one row per batch now
+  while (head != nullptr && head->op_type == "Identity" && head->domain.empty() && head->input.size() == 1) {
+    reshaped.insert(head->input[0]);
+    head = producer(head->input[0]);
+  }
+  if (head == nullptr || head->input.empty()) return false;
+  const bool matmul = head->op_type == "MatMul" && head->domain.empty();
+  const bool nbits = head->op_type == "MatMulNBits" && head->domain == "com.microsoft";
+  if (!matmul && !nbits) return false;
+  for (const model::NodeProto& node : graph.node) {
+    // Another reader of the hidden states would still see every position; only the head is cut.
+    if (&node != head && std::find(node.input.begin(), node.input.end(), head->input[0]) != node.input.end()) {
+      return false;
+    }
+  }
+  const std::string hidden = head->input[0];
+  const std::string picked = hidden + "/onyx_last_token", unsqueezed = picked + "/unsqueezed";
+  const std::string axes = picked + "/axes";
+  // GatherND with batch_dims 1: row b's hidden state at index[b] -> [batch, hidden]; then [batch, 1, hidden].
+  model::NodeProto gather;
+  gather.op_type = "GatherND";
+  gather.name = "/onyx_genai/last_token/GatherND";
+  gather.input = {hidden, kLastTokenInput};
+  gather.output = {picked};
+  model::AttributeProto batch_dims;
+  batch_dims.name = "batch_dims";
+  batch_dims.type = model::AttributeProto::INT;
+  batch_dims.i = 1;
+  gather.attribute.push_back(batch_dims);
+  model::NodeProto axes_node;
+  axes_node.op_type = "Constant";
+  axes_node.name = "/onyx_genai/last_token/axes";
+  axes_node.output = {axes};
+  model::AttributeProto value;
+  value.name = "value";
+  value.type = model::AttributeProto::TENSOR;
+  value.t = std::make_shared<model::TensorProto>();
+  value.t->dims = {1};
+  value.t->data_type = 7;  // int64
+  value.t->int64_data = {1};
+  axes_node.attribute.push_back(value);
+  model::NodeProto unsqueeze;
+  unsqueeze.op_type = "Unsqueeze";
+  unsqueeze.name = "/onyx_genai/last_token/Unsqueeze";
+  unsqueeze.input = {picked, axes};
+  unsqueeze.output = {unsqueezed};
+  head->input[0] = unsqueezed;
+  const auto at = graph.node.begin() + (head - graph.node.data());
+  graph.node.insert(at, {gather, axes_node, unsqueeze});  // `head` dangles from here
+
+  model::ValueInfoProto index;
+  index.name = kLastTokenInput;
+  index.has_type = true;
+  index.type.value_case = model::TypeProto::Case::kTensorType;
+  index.type.elem_type = 7;  // int64
+  index.type.has_shape = true;
+  index.type.shape.dim.resize(2);
+  index.type.shape.dim[0].dim_param = "batch_size";
+  index.type.shape.dim[1].has_value = true;
+  index.type.shape.dim[1].dim_value = 1;
+  graph.input.push_back(index);
+  for (model::ValueInfoProto& output : graph.output) {
+    if (output.name == d.logits && output.type.has_shape && output.type.shape.dim.size() == 3) {
+      output.type.shape.dim[1] = model::TensorShapeProto::Dimension{};
+      output.type.shape.dim[1].has_value = true;
+      output.type.shape.dim[1].dim_value = 1;
+    }
+  }
+  // The declared shapes of values between the cut and the output no longer hold.
+  std::erase_if(graph.value_info, [&](const model::ValueInfoProto& v) { return reshaped.count(v.name) != 0; });
+  return true;
+}
+
 int64_t Model::Impl::max_length(int64_t requested) const {
   if (requested > 0) return requested;
   if (config.search.max_length > 0) return config.search.max_length;
@@ -135,6 +217,7 @@ std::shared_ptr<Model::Impl> load_model(const Json& document, const std::string&
     options.provider_options[session_name] = values;
   }
   if (d.int8_kv_cache) rewrite_for_int8_kv_cache(*proto, d);
+  impl->last_token_logits = rewrite_for_last_token_logits(*proto, d);
   impl->session = session::SessionFactory::from_model(std::move(proto).value(), options, providers);
   const std::string file = d.filename;
   const auto& inputs = impl->session->inputs();
