@@ -294,6 +294,25 @@ def test_matches_transformers(tmp_path, arch):
         expected = model.generate(torch.tensor([PROMPT]), attention_mask=torch.ones(1, len(PROMPT), dtype=torch.long),
                                   max_new_tokens=new, do_sample=False)[0, len(PROMPT):].tolist()
     assert len(expected) == new and generated == expected
+    # onyx.genai's generator on the same folder: the same 128 tokens, with
+    # end-of-sequence out of the way as in generate() above (an eos id that
+    # transformers never chose).
+    import onyx.genai as oxg
+
+    config_path = os.path.join(out, "genai_config.json")
+    with open(config_path, encoding="utf-8") as f:
+        config = json.load(f)
+    config["model"]["eos_token_id"] = min(set(range(512)) - set(expected) - set(PROMPT))
+    with open(config_path, "w", encoding="utf-8") as f:
+        json.dump(config, f)
+    genai_model = oxg.Model(out)
+    params = oxg.GeneratorParams(genai_model)
+    params.set_search_options(max_length=len(PROMPT) + new)
+    generator = oxg.Generator(genai_model, params)
+    generator.append_tokens(np.array(PROMPT, np.int32))
+    while not generator.is_done():
+        generator.generate_next_token()
+    assert [int(t) for t in generator.get_sequence(0)[len(PROMPT):]] == expected
 
 
 def _onnxruntime_genai_builder(source, out, precision):
