@@ -174,5 +174,41 @@ TEST(Int4Gemv, FloatPathAndAutomaticChoiceMatchTheFloatProduct) {
   }
 }
 
+// Every path (int8, float, automatic) on every ISA over M from 1 to 600,
+// around the automatic choice's threshold and past it, with K not a whole
+// number of blocks, N not a multiple of the 8-column groups, zero points
+// random or all 8 (the symmetric weights of an int4 decoder), and with no
+// pool and 2 threads: the same quantized product each time.
+TEST(Int4Gemv, EveryPathMatchesTheReferenceOverManyRows) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  ThreadPool pool(2);
+  for (bool symmetric : {false, true}) {
+    Int4Weights w = random_weights(/*n=*/19, /*k=*/300, /*block_size=*/32, rng);
+    if (symmetric) std::fill(w.zero_points.begin(), w.zero_points.end(), uint8_t{8});
+    const cpu::PackedInt4 packed = cpu::pack_int4(w);
+    for (int64_t m : {1, 2, 15, 16, 17, 31, 32, 33, 64, 127, 128, 255, 256, 257, 600}) {
+      std::vector<float> a(static_cast<size_t>(m * w.k));
+      for (auto& v : a) v = normal(rng);
+      const std::vector<double> expected = reference(w, a, m);
+      double magnitude = 1e-6;
+      for (double v : expected) magnitude = std::max(magnitude, std::fabs(v));
+      for (Int8Isa isa : cpu::available_int8_isas()) {
+        for (auto compute : {cpu::Int4Compute::kInt8, cpu::Int4Compute::kFloat, cpu::Int4Compute::kAuto}) {
+          for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+            std::vector<float> y(static_cast<size_t>(m * w.n), -1.0f);
+            cpu::int4_matmul(packed, a.data(), m, y.data(), p, isa, compute);
+            for (size_t i = 0; i < y.size(); ++i) {
+              ASSERT_NEAR(y[i], expected[i], 1e-5 * magnitude)
+                  << cpu::int8_isa_name(isa) << " M " << m << " compute " << static_cast<int>(compute) << " threads "
+                  << (p != nullptr ? 2 : 1) << " symmetric " << symmetric << " at " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onyx

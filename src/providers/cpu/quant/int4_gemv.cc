@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <tuple>
 
@@ -25,7 +26,11 @@ namespace {
 
 constexpr int64_t kGroup = 8;       // columns per packed group
 constexpr int64_t kChunk = 32;      // codes per chunk of a packed block
-constexpr int64_t kFloatRows = 32;  // from this many rows on, the float path (measured: bench/matmul_decode.py)
+// From this many rows on, the float path. Measured (bench/matmul_decode.py
+// shapes o and down, 1 and 2 threads, a loaded 2-core AVX2 EPYC): the int8
+// path is as fast or faster up to M = 128, the float path a little faster at
+// M = 512.
+constexpr int64_t kFloatRows = 256;
 constexpr int64_t kPrefetchRecords = 16;
 constexpr int64_t kPanelGroups = 32;  // column groups dequantized per SGEMM call on the float path
 
@@ -34,12 +39,38 @@ int code_of(const Int4Weights& w, int64_t col, int64_t kk) {
   return kk % 2 == 0 ? (byte & 0x0F) : (byte >> 4);
 }
 
-// Rows of A quantized per block, in A's order, zero past k.
+// Grow-only buffers of the calling thread, kept between calls: a per-call
+// vector of a prefill's rows or panel (megabytes) is a fresh mmap whose pages
+// fault in again on every run, and two threads faulting at once contend for
+// the process's memory map. Slots keep the buffers one call uses apart.
+enum ScratchSlot { kQuantizedValues, kQuantizedScales, kQuantizedSums, kRoundedRows, kPanel, kScratchSlots };
+
+template <typename T>
+T* scratch(ScratchSlot slot, int64_t count) {
+  struct Buffer {
+    std::unique_ptr<unsigned char[]> data;
+    size_t bytes = 0;
+  };
+  thread_local Buffer buffers[kScratchSlots];
+  Buffer& b = buffers[slot];
+  const size_t bytes = static_cast<size_t>(count) * sizeof(T) + 64;
+  if (b.bytes < bytes) {
+    b.data.reset();
+    b.data.reset(new unsigned char[bytes]);
+    b.bytes = bytes;
+  }
+  // 64-byte aligned, so that a panel's rows start on cache lines.
+  const auto address = reinterpret_cast<uintptr_t>(b.data.get());
+  return reinterpret_cast<T*>((address + 63) & ~uintptr_t{63});
+}
+
+// Rows of A quantized per block, in A's order, zero past k (in the calling
+// thread's scratch: valid until its next call).
 struct QuantizedRows {
-  int64_t stride = 0;              // values per row: blocks * block_size
-  std::vector<int8_t> values;      // [m, stride]
-  std::vector<float> scales;       // [m, blocks]
-  std::vector<float> scaled_sums;  // [m, blocks]: the sum of the block's int8 values times its scale
+  int64_t stride = 0;            // values per row: blocks * block_size
+  int8_t* values = nullptr;      // [m, stride]
+  float* scales = nullptr;       // [m, blocks]
+  float* scaled_sums = nullptr;  // [m, blocks]: the sum of the block's int8 values times its scale
 };
 
 // One block of a row: the scale and the int8 values (`count` of them, the
@@ -99,6 +130,22 @@ ONYX_AVX2_FMA void quantize_block_avx2(const float* a, int64_t block_size, int8_
   const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
   const int32_t sum = _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
   scaled_sum = static_cast<float>(sum) * scale;
+}
+
+// A whole block (block_size a multiple of 8) rounded as quantize_block_avx2
+// rounds it, back in float: the int8 value times the scale.
+ONYX_AVX2_FMA void round_block_avx2(const float* a, int64_t block_size, float* out) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  __m256 vmax = _mm256_setzero_ps();
+  for (int64_t i = 0; i < block_size; i += 8)
+    vmax = _mm256_max_ps(vmax, _mm256_and_ps(_mm256_loadu_ps(a + i), abs_mask));
+  const float scale = horizontal_max(vmax) / 127.0f;
+  const __m256 inverse = _mm256_set1_ps(scale > 0.0f ? 1.0f / scale : 0.0f), vscale = _mm256_set1_ps(scale);
+  // |a| * inverse is at most 127 (up to a rounding of 1/scale), so no clamp is needed, as in int8.
+  for (int64_t i = 0; i < block_size; i += 8) {
+    const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(a + i), inverse));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_cvtepi32_ps(q), vscale));
+  }
 }
 
 // The sum of each of eight int32 vectors, in lanes 0..7.
@@ -269,18 +316,18 @@ QuantizedRows quantize_rows(const PackedInt4& w, const float* a, int64_t m, bool
   QuantizedRows rows;
   const int64_t bs = w.block_size;
   rows.stride = w.blocks * bs;
-  rows.values.assign(static_cast<size_t>(m * rows.stride), 0);
-  rows.scales.assign(static_cast<size_t>(m * w.blocks), 0.0f);
-  rows.scaled_sums.assign(static_cast<size_t>(m * w.blocks), 0.0f);
+  rows.values = scratch<int8_t>(kQuantizedValues, m * rows.stride);
+  rows.scales = scratch<float>(kQuantizedScales, m * w.blocks);
+  rows.scaled_sums = scratch<float>(kQuantizedSums, m * w.blocks);
   parallel_for(pool, m, 4.0 * static_cast<double>(w.k), [&](int64_t begin, int64_t end) {
-    std::vector<int8_t> natural(static_cast<size_t>(bs));
+    int8_t natural[256];  // blocks of 16 only
     for (int64_t r = begin; r < end; ++r) {
       for (int64_t b = 0; b < w.blocks; ++b) {
         const float* x = a + r * w.k + b * bs;
         const int64_t count = std::min(bs, w.k - b * bs);
-        int8_t* q = rows.values.data() + r * rows.stride + b * bs;
-        float& scale = rows.scales[static_cast<size_t>(r * w.blocks + b)];
-        float& scaled_sum = rows.scaled_sums[static_cast<size_t>(r * w.blocks + b)];
+        int8_t* q = rows.values + r * rows.stride + b * bs;
+        float& scale = rows.scales[r * w.blocks + b];
+        float& scaled_sum = rows.scaled_sums[r * w.blocks + b];
 #if defined(ONYX_INT4_AVX2)
         if (avx2 && count == bs && bs % kChunk == 0) {
           quantize_block_avx2(x, bs, q, scale, scaled_sum);
@@ -293,8 +340,8 @@ QuantizedRows quantize_rows(const PackedInt4& w, const float* a, int64_t m, bool
         }
         // Blocks of 16: even positions first, then odd ones (the order of
         // the low and high nibbles of the plain layout's bytes).
-        quantize_block_portable(x, count, bs, natural.data(), scale, scaled_sum);
-        for (int64_t j = 0; j < bs; ++j) q[j % 2 == 0 ? j / 2 : bs / 2 + j / 2] = natural[static_cast<size_t>(j)];
+        quantize_block_portable(x, count, bs, natural, scale, scaled_sum);
+        for (int64_t j = 0; j < bs; ++j) q[j % 2 == 0 ? j / 2 : bs / 2 + j / 2] = natural[j];
       }
     }
   });
@@ -305,8 +352,7 @@ QuantizedRows quantize_rows(const PackedInt4& w, const float* a, int64_t m, bool
 void int8_path(const PackedInt4& w, const float* a, int64_t m, float* y, ThreadPool* pool, bool avx2) {
   const QuantizedRows rows = quantize_rows(w, a, m, avx2, pool);
   const auto row_args = [&](int64_t r) {
-    return std::tuple(rows.values.data() + r * rows.stride, rows.scales.data() + r * w.blocks,
-                      rows.scaled_sums.data() + r * w.blocks);
+    return std::tuple(rows.values + r * rows.stride, rows.scales + r * w.blocks, rows.scaled_sums + r * w.blocks);
   };
   if (w.block_size % kChunk != 0) {
     const Int4Weights& plain = w.plain;
@@ -391,38 +437,57 @@ void dequantize_groups(const PackedInt4& w, int64_t g0, int64_t g1, float* out, 
   }
 }
 
-// A's rows rounded to int8 per block as the int8 path does, back in float,
+// A's rows rounded to int8 per block as the int8 path does, back in float
+// (the int8 value times the block's scale, exactly what quantize_rows gives),
 // so that both paths compute the same product (the one onnxruntime's int8
-// compute gives) up to float rounding.
-std::vector<float> rounded_rows(const PackedInt4& w, const float* a, int64_t m, bool avx2, ThreadPool* pool) {
-  const QuantizedRows rows = quantize_rows(w, a, m, avx2, pool);
+// compute gives) up to float rounding. The rows are split across the threads.
+void round_rows(const PackedInt4& w, const float* a, int64_t m, float* out, bool avx2, ThreadPool* pool) {
   const int64_t bs = w.block_size;
-  std::vector<float> out(static_cast<size_t>(m * w.k));
-  for (int64_t r = 0; r < m; ++r) {
-    for (int64_t kk = 0; kk < w.k; ++kk) {
-      const int64_t b = kk / bs, j = kk % bs;
-      // Blocks of 16 hold even positions first, then odd ones.
-      const int64_t at = bs % kChunk == 0 ? j : (j % 2 == 0 ? j / 2 : bs / 2 + j / 2);
-      out[static_cast<size_t>(r * w.k + kk)] =
-          static_cast<float>(rows.values[static_cast<size_t>(r * rows.stride + b * bs + at)]) *
-          rows.scales[static_cast<size_t>(r * w.blocks + b)];
+  parallel_for(pool, m, 8.0 * static_cast<double>(w.k), [&](int64_t begin, int64_t end) {
+    int8_t q[256];  // a block (block_size <= 256 on this path's portable branch)
+    for (int64_t r = begin; r < end; ++r) {
+      for (int64_t b = 0; b < w.blocks; ++b) {
+        const float* x = a + r * w.k + b * bs;
+        float* y = out + r * w.k + b * bs;
+        const int64_t count = std::min(bs, w.k - b * bs);
+#if defined(ONYX_INT4_AVX2)
+        if (avx2 && count == bs && bs % 8 == 0) {
+          round_block_avx2(x, bs, y);
+          continue;
+        }
+#endif
+        float scale = 0.0f, scaled_sum = 0.0f;
+        if (bs <= 256) {
+          quantize_block_portable(x, count, bs, q, scale, scaled_sum);
+          for (int64_t i = 0; i < count; ++i) y[i] = static_cast<float>(q[i]) * scale;
+          continue;
+        }
+        // Larger blocks: the same arithmetic without the int8 buffer.
+        float amax = 0.0f;
+        for (int64_t i = 0; i < count; ++i) amax = std::max(amax, std::fabs(x[i]));
+        scale = amax / 127.0f;
+        const float inverse = scale > 0.0f ? 1.0f / scale : 0.0f;
+        for (int64_t i = 0; i < count; ++i) y[i] = std::nearbyint(std::clamp(x[i] * inverse, -127.0f, 127.0f)) * scale;
+      }
     }
-  }
-  return out;
+  });
+  (void)avx2;
 }
 
 void float_path(const PackedInt4& w, const float* a_in, int64_t m, float* y, ThreadPool* pool, bool avx2) {
-  const std::vector<float> rounded = rounded_rows(w, a_in, m, avx2, pool);
-  const float* a = rounded.data();
+  float* a = scratch<float>(kRoundedRows, m * w.k);
+  round_rows(w, a_in, m, a, avx2, pool);
   const int64_t stride = w.blocks * w.block_size;
+  // Each thread takes one contiguous range of column groups and works
+  // through it a panel at a time: dequantize into its own buffer, then a
+  // single-threaded SGEMM of all the rows by the panel, straight into Y.
   parallel_for(pool, w.groups, 2.0 * static_cast<double>(m * w.k * kGroup), [&](int64_t begin, int64_t end) {
-    std::vector<float> panel;
+    float* panel = scratch<float>(kPanel, std::min(end - begin, kPanelGroups) * kGroup * stride);
     for (int64_t g0 = begin; g0 < end; g0 += kPanelGroups) {
       const int64_t g1 = std::min(end, g0 + kPanelGroups);
       const int64_t col0 = g0 * kGroup, cols = std::min(w.n, g1 * kGroup) - col0;
-      panel.resize(static_cast<size_t>((g1 - g0) * kGroup * stride));
-      dequantize_groups(w, g0, g1, panel.data(), stride, avx2);
-      sgemm(false, true, m, cols, w.k, 1.0f, a, w.k, panel.data(), stride, 0.0f, y + col0, w.n, nullptr);
+      dequantize_groups(w, g0, g1, panel, stride, avx2);
+      sgemm(false, true, m, cols, w.k, 1.0f, a, w.k, panel, stride, 0.0f, y + col0, w.n, nullptr);
     }
   });
 }

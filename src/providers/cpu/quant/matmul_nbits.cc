@@ -84,28 +84,36 @@ class MatMulNBitsKernel final : public Kernel {
     Shape out_shape = a->shape();
     out_shape.back() = n_;
     const int64_t m = a->size() / k_;
-    std::vector<float> y(static_cast<size_t>(m * n_));
-    const std::vector<float> av = read_floats(*a);
-    if (int4_.n > 0 && weights_dtype_ == a->dtype()) {
-      if (m > 0) int4_matmul(int4_, av.data(), m, y.data(), ctx.thread_pool());
-    } else if (!packed_.empty() && weights_dtype_ == a->dtype()) {
-      if (m > 0) sgemm_packed_b(false, m, 1.0f, av.data(), k_, packed_, 0.0f, y.data(), n_, ctx.thread_pool());
-    } else {
-      status = check_group_index(label, g_idx);
-      if (!status.is_ok()) return status;
-      const std::vector<float> w = dequantize(*b, *scales, zp, g_idx, ctx.thread_pool());
-      if (m > 0) {
-        sgemm(false, true, m, n_, k_, 1.0f, av.data(), k_, w.data(), k_, 0.0f, y.data(), n_, ctx.thread_pool());
+    Tensor& out = ctx.allocate_output(0, a->dtype(), out_shape);
+    // float32 (the usual case) is read from A and written into the output
+    // where it lies; other float types go through float buffers.
+    const bool direct = a->dtype() == DataType::kFloat;
+    std::vector<float> a_buffer, y_buffer;
+    if (!direct) {
+      a_buffer = read_floats(*a);
+      y_buffer.resize(static_cast<size_t>(m * n_));
+    }
+    const float* av = direct ? a->data<float>() : a_buffer.data();
+    float* y = direct ? out.data<float>() : y_buffer.data();
+    if (m > 0) {
+      if (int4_.n > 0 && weights_dtype_ == a->dtype()) {
+        int4_matmul(int4_, av, m, y, ctx.thread_pool());
+      } else if (!packed_.empty() && weights_dtype_ == a->dtype()) {
+        sgemm_packed_b(false, m, 1.0f, av, k_, packed_, 0.0f, y, n_, ctx.thread_pool());
+      } else {
+        status = check_group_index(label, g_idx);
+        if (!status.is_ok()) return status;
+        const std::vector<float> w = dequantize(*b, *scales, zp, g_idx, ctx.thread_pool());
+        sgemm(false, true, m, n_, k_, 1.0f, av, k_, w.data(), k_, 0.0f, y, n_, ctx.thread_pool());
       }
     }
     if (bias != nullptr) {
       const std::vector<float> bv = read_floats(*bias);
       for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < n_; ++j) y[static_cast<size_t>(i * n_ + j)] += bv[static_cast<size_t>(j)];
+        for (int64_t j = 0; j < n_; ++j) y[i * n_ + j] += bv[static_cast<size_t>(j)];
       }
     }
-    Tensor& out = ctx.allocate_output(0, a->dtype(), out_shape);
-    write_floats(out, y.data(), m * n_);
+    if (!direct) write_floats(out, y, m * n_);
     return Status::ok();
   }
 
