@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <string>
 
 #include "providers/cpu/gemm/sgemm.h"
@@ -29,7 +30,20 @@ struct VectorOps {
   void (*dequantize)(const int8_t* q, float scale, float* y, int64_t n);  // y = scale * q
   float (*max)(const float* x, int64_t n);                                // -inf for n == 0
   float (*exp_sum)(float* x, float shift, int64_t n);                     // x = exp(x - shift), returns the sum
+  // The split-keys path's two halves of a step of nk <= kStepKeys keys, for
+  // `queries` query rows `q_stride` apart (one per head of a group):
+  // scores[g * kStepKeys + j] = scale * q_g . key_j (lanes from nk up to the
+  // next multiple of 8 may be written too), and acc[g * head ..] +=
+  // sum_j p[g * kStepKeys + j] * value_j. Keys and values are nk rows `head` apart.
+  void (*dot_keys)(const float* q, int64_t queries, int64_t q_stride, const float* keys, int64_t nk, int64_t head,
+                   float scale, float* scores);
+  void (*accumulate_values)(const float* p, int64_t queries, const float* values, int64_t nk, int64_t head, float* acc);
 };
+
+// Keys per step of the split-keys path: one step's scores for a group are
+// computed, softmaxed and applied to the values before the next, and an int8
+// step's dequantized keys and values (2 x 32 x head floats) stay in L1.
+constexpr int64_t kStepKeys = 32;
 
 float max_portable(const float* x, int64_t n) { return max_array(x, n); }
 float exp_sum_portable(float* x, float shift, int64_t n) { return fast_exp_shifted_sum(x, shift, x, n); }
@@ -51,6 +65,21 @@ void axpy_portable(float alpha, const float* x, float* y, int64_t n) {
 
 void dequantize_portable(const int8_t* q, float scale, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = scale * static_cast<float>(q[i]);
+}
+
+void dot_keys_portable(const float* q, int64_t queries, int64_t q_stride, const float* keys, int64_t nk, int64_t head,
+                       float scale, float* scores) {
+  for (int64_t g = 0; g < queries; ++g) {
+    for (int64_t j = 0; j < nk; ++j)
+      scores[g * kStepKeys + j] = scale * dot_portable(q + g * q_stride, keys + j * head, head);
+  }
+}
+
+void accumulate_values_portable(const float* p, int64_t queries, const float* values, int64_t nk, int64_t head,
+                                float* acc) {
+  for (int64_t g = 0; g < queries; ++g) {
+    for (int64_t j = 0; j < nk; ++j) axpy_portable(p[g * kStepKeys + j], values + j * head, acc + g * head, head);
+  }
 }
 
 #if defined(ONYX_ATTENTION_X86)
@@ -119,6 +148,84 @@ ONYX_AVX2 float exp_sum_avx2(float* x, float shift, int64_t n) {
   float r = sum8(sum);
   for (; i < n; ++i) r += (x[i] = fast_exp(x[i] - shift));
   return r;
+}
+
+// Lane j of the result is the sum of the lanes of a[j]: eight dot products
+// reduced with one shuffle tree instead of eight horizontal sums.
+ONYX_AVX2 inline __m256 sum8x8(const __m256* a) {
+  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+  // u0 lanes: a0..a3 summed over lanes 0-3, then the same over lanes 4-7; u1 for a4..a7.
+  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+// The first `left` lanes of an 8-wide step (0 < left < 8), for maskload.
+ONYX_AVX2 inline __m256i tail_mask8(int64_t left) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// Eight keys at a time, each key vector loaded once per query row and the
+// eight sums reduced together. A step's last, short group repeats its last
+// key; those lanes land past nk.
+ONYX_AVX2 void dot_keys_avx2(const float* q, int64_t queries, int64_t q_stride, const float* keys, int64_t nk,
+                             int64_t head, float scale, float* scores) {
+  const int64_t full = head & ~int64_t{7};
+  const __m256i tail = tail_mask8(head - full);
+  const __m256 vscale = _mm256_set1_ps(scale);
+  for (int64_t j0 = 0; j0 < nk; j0 += 8) {
+    const float* k[8];
+    for (int64_t j = 0; j < 8; ++j) k[j] = keys + std::min(j0 + j, nk - 1) * head;
+    for (int64_t g = 0; g < queries; ++g) {
+      const float* qg = q + g * q_stride;
+      __m256 a[8];
+      for (auto& x : a) x = _mm256_setzero_ps();
+      int64_t d = 0;
+      for (; d < full; d += 8) {
+        const __m256 qv = _mm256_loadu_ps(qg + d);
+        for (int j = 0; j < 8; ++j) a[j] = _mm256_fmadd_ps(_mm256_loadu_ps(k[j] + d), qv, a[j]);
+      }
+      if (d < head) {
+        const __m256 qv = _mm256_maskload_ps(qg + d, tail);
+        for (int j = 0; j < 8; ++j) a[j] = _mm256_fmadd_ps(_mm256_maskload_ps(k[j] + d, tail), qv, a[j]);
+      }
+      _mm256_storeu_ps(scores + g * kStepKeys + j0, _mm256_mul_ps(sum8x8(a), vscale));
+    }
+  }
+}
+
+// acc[0 .. 8V) += sum_j p[j] * values[j][0 .. 8V): V independent chains, so
+// the FMAs overlap (8 keep both FMA ports busy).
+template <int V>
+ONYX_AVX2 inline void accumulate_span_avx2(const float* p, const float* values, int64_t nk, int64_t head, float* acc) {
+  __m256 a[V];
+  for (int v = 0; v < V; ++v) a[v] = _mm256_loadu_ps(acc + 8 * v);
+  for (int64_t j = 0; j < nk; ++j) {
+    const __m256 w = _mm256_broadcast_ss(p + j);
+    const float* row = values + j * head;
+    for (int v = 0; v < V; ++v) a[v] = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 8 * v), a[v]);
+  }
+  for (int v = 0; v < V; ++v) _mm256_storeu_ps(acc + 8 * v, a[v]);
+}
+
+ONYX_AVX2 void accumulate_values_avx2(const float* p, int64_t queries, const float* values, int64_t nk, int64_t head,
+                                      float* acc) {
+  const int64_t full = head & ~int64_t{7};
+  const __m256i tail = tail_mask8(head - full);
+  for (int64_t g = 0; g < queries; ++g) {
+    const float* pg = p + g * kStepKeys;
+    float* ag = acc + g * head;
+    int64_t d = 0;
+    for (; d + 64 <= full; d += 64) accumulate_span_avx2<8>(pg, values + d, nk, head, ag + d);
+    for (; d + 32 <= full; d += 32) accumulate_span_avx2<4>(pg, values + d, nk, head, ag + d);
+    for (; d < full; d += 8) accumulate_span_avx2<1>(pg, values + d, nk, head, ag + d);
+    if (d < head) {
+      __m256 a = _mm256_maskload_ps(ag + d, tail);
+      for (int64_t j = 0; j < nk; ++j)
+        a = _mm256_fmadd_ps(_mm256_broadcast_ss(pg + j), _mm256_maskload_ps(values + j * head + d, tail), a);
+      _mm256_maskstore_ps(ag + d, tail, a);
+    }
+  }
 }
 
 // GCC 12's plain forms of some AVX-512 intrinsics merge into an undefined
@@ -219,12 +326,19 @@ AttentionIsa resolve(AttentionIsa isa) {
 
 VectorOps ops_for(AttentionIsa isa) {
 #if defined(ONYX_ATTENTION_X86)
-  // fast_math's max and exp-sum are AVX-512 where the CPU has it.
-  if (isa == AttentionIsa::kAvx512) return {dot_avx512, axpy_avx512, dequantize_avx512, max_portable, exp_sum_portable};
-  if (isa == AttentionIsa::kAvx2) return {dot_avx2, axpy_avx2, dequantize_avx2, max_avx2, exp_sum_avx2};
+  // fast_math's max and exp-sum are AVX-512 where the CPU has it. The
+  // split-keys kernels are AVX2 on AVX-512 CPUs too: a step's 8-key tiles and
+  // 64-float value spans fit AVX2 registers, and no AVX-512 machine was at
+  // hand to measure a wider version.
+  if (isa == AttentionIsa::kAvx512)
+    return {dot_avx512,       axpy_avx512,   dequantize_avx512,     max_portable,
+            exp_sum_portable, dot_keys_avx2, accumulate_values_avx2};
+  if (isa == AttentionIsa::kAvx2)
+    return {dot_avx2, axpy_avx2, dequantize_avx2, max_avx2, exp_sum_avx2, dot_keys_avx2, accumulate_values_avx2};
 #endif
   (void)isa;
-  return {dot_portable, axpy_portable, dequantize_portable, max_portable, exp_sum_portable};
+  return {dot_portable,     axpy_portable,     dequantize_portable,       max_portable,
+          exp_sum_portable, dot_keys_portable, accumulate_values_portable};
 }
 
 // Row j of the (b, kv head) cache as floats: in place for a float cache,
@@ -276,6 +390,9 @@ void adjust_scores(const GroupedAttention& p, int64_t b, int64_t h, int64_t i, i
 
 struct Scratch {
   std::vector<float> scores, acc, row, rows_k, rows_v, q, m, l;
+  // The split-keys path's per-piece states, on the calling thread only (the
+  // tasks write through a pointer); kept apart from what tasks use.
+  std::vector<float> pieces;
 };
 Scratch& thread_scratch() {
   thread_local Scratch scratch;
@@ -321,6 +438,141 @@ void attend_rows(const GroupedAttention& p, const VectorOps& ops, int64_t b, int
   for (int64_t g = 0; g < ng; ++g) {
     const int64_t h = kv * group + g0 + g;
     std::copy(s.acc.begin() + g * head, s.acc.begin() + (g + 1) * head, p.out + ((b * p.seq + i) * p.heads + h) * head);
+  }
+}
+
+// The split-keys path (flash-decoding). A unit is one query row of one
+// (batch, kv head); its keys may be cut into pieces, each a task with its own
+// running maximum m, sum l and unnormalized output acc for every head of the
+// group, merged afterwards. Splitting gives threads equal work when units are
+// fewer than threads, and a step of kStepKeys keys lets each key and value row
+// be loaded once per query row from L1 with one reduction per 8 keys.
+
+// A piece's state: m[group], l[group], acc[group * head], in that order.
+int64_t piece_floats(int64_t group, int64_t head) { return group * (head + 2); }
+
+// Keys [k0, k1) of query i of batch b for every head of kv head kv, into the
+// piece state at `state` (m = -inf, l = 0 for no keys).
+void attend_keys(const GroupedAttention& p, const VectorOps& ops, int64_t b, int64_t kv, int64_t i, int64_t k0,
+                 int64_t k1, float* state) {
+  const int64_t group = p.heads / p.kv_heads, head = p.head;
+  float* m = state;
+  float* l = state + group;
+  float* acc = state + 2 * group;
+  std::fill(m, m + group, -std::numeric_limits<float>::infinity());
+  std::fill(l, l + group, 0.0f);
+  std::fill(acc, acc + group * head, 0.0f);
+  Scratch& s = thread_scratch();
+  s.scores.resize(static_cast<size_t>(group * kStepKeys));
+  const float* q = p.q + ((b * p.heads + kv * group) * p.seq + i) * head;
+  const int64_t q_stride = p.seq * head;
+  const int64_t base = (b * p.kv_heads + kv) * p.k.capacity;
+  const bool adjust = p.softcap > 0.0f || p.bias != nullptr;
+  for (int64_t j0 = k0; j0 < k1; j0 += kStepKeys) {
+    const int64_t nk = std::min(kStepKeys, k1 - j0);
+    const float* keys = cache_rows(p.k, ops, base + j0, nk, head, s.rows_k);
+    ops.dot_keys(q, group, q_stride, keys, nk, head, p.scale, s.scores.data());
+    for (int64_t g = 0; g < group; ++g) {
+      float* row = s.scores.data() + g * kStepKeys;
+      if (adjust) adjust_scores(p, b, kv * group + g, i, j0, row, nk);
+      const float peak = std::max(m[g], ops.max(row, nk));
+      if (peak != m[g]) {
+        // A new maximum: what was summed so far shrinks by exp(old - new).
+        if (l[g] > 0.0f) {
+          const float rescale = std::exp(m[g] - peak);
+          l[g] *= rescale;
+          scale_array(acc + g * head, rescale, head);
+        }
+        m[g] = peak;
+      }
+      l[g] += ops.exp_sum(row, peak, nk);
+    }
+    const float* values = cache_rows(p.v, ops, base + j0, nk, head, s.rows_v);
+    ops.accumulate_values(s.scores.data(), group, values, nk, head, acc);
+  }
+}
+
+// Merges `count` piece states `stride` floats apart (with the extra logit of
+// smooth softmax or a head sink) into query i of batch b, heads of kv head kv.
+void merge_pieces(const GroupedAttention& p, int64_t b, int64_t kv, int64_t i, const float* states, int64_t count,
+                  int64_t stride) {
+  const int64_t group = p.heads / p.kv_heads, head = p.head;
+  for (int64_t g = 0; g < group; ++g) {
+    const int64_t h = kv * group + g;
+    float peak = has_extra_logit(p) ? extra_logit(p, h) : -std::numeric_limits<float>::infinity();
+    for (int64_t c = 0; c < count; ++c) peak = std::max(peak, states[c * stride + g]);
+    float sum = has_extra_logit(p) ? std::exp(extra_logit(p, h) - peak) : 0.0f;
+    float* o = p.out + ((b * p.seq + i) * p.heads + h) * head;
+    std::fill(o, o + head, 0.0f);
+    for (int64_t c = 0; c < count; ++c) {
+      const float* state = states + c * stride;
+      if (state[group + g] == 0.0f) continue;  // no keys
+      const float weight = std::exp(state[g] - peak);
+      sum += state[group + g] * weight;
+      const float* acc = state + 2 * group + g * head;
+      for (int64_t e = 0; e < head; ++e) o[e] += weight * acc[e];
+    }
+    const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
+    for (int64_t e = 0; e < head; ++e) o[e] *= inverse;
+  }
+}
+
+// Work (multiply-adds) below which the split-keys path stays on the calling
+// thread: handing a task to a worker and waiting for it costs a few
+// microseconds, about as long as this much attention takes.
+constexpr double kSplitKeysInlineWork = 1 << 18;
+// Keys below which a unit is not cut further: a piece's merge and step
+// overheads stay small next to its keys.
+constexpr int64_t kMinPieceKeys = 2 * kStepKeys;
+
+void run_split_keys(const GroupedAttention& p, const VectorOps& ops, ThreadPool* pool, int64_t forced_pieces) {
+  const int64_t group = p.heads / p.kv_heads, head = p.head;
+  const int64_t units = p.batch * p.kv_heads * p.seq;
+  int64_t keys = 0, longest = 0;  // over the (batch, query) rows
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t i = 0; i < p.seq; ++i) {
+      const KeyRange r = key_range(p, b, i);
+      keys += r.last - r.first;
+      longest = std::max(longest, r.last - r.first);
+    }
+  }
+  const double work = static_cast<double>(keys * p.kv_heads) * static_cast<double>(group * head) * 2;
+  int threads = pool != nullptr ? pool->parallelism() : 1;
+  if (work < kSplitKeysInlineWork) threads = 1;
+  // Enough pieces per unit that units * pieces is a multiple of the threads
+  // (equal shares), none shorter than kMinPieceKeys.
+  int64_t pieces = 1;
+  if (forced_pieces > 0) {
+    pieces = forced_pieces;
+  } else if (threads > 1) {
+    pieces = threads / std::gcd(units, static_cast<int64_t>(threads));
+    pieces = std::max<int64_t>(1, std::min(pieces, longest / kMinPieceKeys));
+  }
+  const int64_t stride = piece_floats(group, head), tasks = units * pieces;
+  std::vector<float>& states = thread_scratch().pieces;
+  states.resize(static_cast<size_t>(tasks * stride));
+  float* state_data = states.data();
+  auto run_task = [&](int64_t task) {
+    const int64_t piece = task % pieces, unit = task / pieces;
+    const int64_t i = unit % p.seq, bk = unit / p.seq, b = bk / p.kv_heads, kv = bk % p.kv_heads;
+    const KeyRange r = key_range(p, b, i);
+    const int64_t n = r.last - r.first;
+    float* state = state_data + task * stride;
+    attend_keys(p, ops, b, kv, i, r.first + piece * n / pieces, r.first + (piece + 1) * n / pieces, state);
+    if (pieces == 1) merge_pieces(p, b, kv, i, state, 1, stride);
+  };
+  if (threads == 1) {
+    for (int64_t t = 0; t < tasks; ++t) run_task(t);
+  } else {
+    // The cost per task is set so that the pool splits whatever passed the
+    // threshold above.
+    parallel_for_tasks(pool, tasks, std::max(work / static_cast<double>(tasks), 65536.0), run_task);
+  }
+  if (pieces > 1) {
+    for (int64_t unit = 0; unit < units; ++unit) {
+      const int64_t i = unit % p.seq, bk = unit / p.seq;
+      merge_pieces(p, bk / p.kv_heads, bk % p.kv_heads, i, state_data + unit * pieces * stride, pieces, stride);
+    }
   }
 }
 
@@ -434,13 +686,20 @@ void dequantize_row_int8(const int8_t* row, int64_t head, float* x) {
   for (int64_t i = 0; i < head; ++i) x[i] = scale * static_cast<float>(row[i]);
 }
 
-void run_grouped_attention(const GroupedAttention& p, ThreadPool* pool, AttentionIsa isa, AttentionPath path) {
+void run_grouped_attention(const GroupedAttention& p, ThreadPool* pool, AttentionIsa isa, AttentionPath path,
+                           int64_t key_pieces) {
   const VectorOps ops = ops_for(resolve(isa));
   const int64_t group = p.heads / p.kv_heads;
   const int threads = pool ? pool->parallelism() : 1;
   // The scores output needs whole rows: it always goes row by row.
   const bool blocks =
       p.qk == nullptr && (path == AttentionPath::kBlocks || (path == AttentionPath::kAuto && p.seq >= 8));
+  const bool split =
+      p.qk == nullptr && (path == AttentionPath::kSplitKeys || (path == AttentionPath::kAuto && p.seq < 8));
+  if (split) {
+    run_split_keys(p, ops, pool, key_pieces);
+    return;
+  }
   if (blocks) {
     const int64_t bq = block_queries(group), per_seq = (p.seq + bq - 1) / bq;
     const double cost =
