@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <numeric>
 #include <string>
 
 #include "providers/cpu/gemm/sgemm.h"
@@ -165,67 +164,108 @@ ONYX_AVX2 inline __m256i tail_mask8(int64_t left) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// Eight keys at a time, each key vector loaded once per query row and the
-// eight sums reduced together. A step's last, short group repeats its last
-// key; those lanes land past nk.
-ONYX_AVX2 void dot_keys_avx2(const float* q, int64_t queries, int64_t q_stride, const float* keys, int64_t nk,
-                             int64_t head, float scale, float* scores) {
+// Tiles of 2 query rows x 4 keys: per 8 floats of the head, 2 query and 4
+// key loads feed 8 FMAs, and one shuffle tree reduces the tile's 8 sums. A
+// group's odd last row goes 1 x 8. A step's last, short tile repeats its
+// last key; those lanes land past nk.
+template <int Rows, int Keys>
+ONYX_AVX2 inline void dot_tile_avx2(const float* q, int64_t q_stride, const float* const* k, int64_t head, __m256i tail,
+                                    __m256 vscale, float* scores) {
+  static_assert(Rows * Keys == 8);
   const int64_t full = head & ~int64_t{7};
-  const __m256i tail = tail_mask8(head - full);
-  const __m256 vscale = _mm256_set1_ps(scale);
-  for (int64_t j0 = 0; j0 < nk; j0 += 8) {
-    const float* k[8];
-    for (int64_t j = 0; j < 8; ++j) k[j] = keys + std::min(j0 + j, nk - 1) * head;
-    for (int64_t g = 0; g < queries; ++g) {
-      const float* qg = q + g * q_stride;
-      __m256 a[8];
-      for (auto& x : a) x = _mm256_setzero_ps();
-      int64_t d = 0;
-      for (; d < full; d += 8) {
-        const __m256 qv = _mm256_loadu_ps(qg + d);
-        for (int j = 0; j < 8; ++j) a[j] = _mm256_fmadd_ps(_mm256_loadu_ps(k[j] + d), qv, a[j]);
-      }
-      if (d < head) {
-        const __m256 qv = _mm256_maskload_ps(qg + d, tail);
-        for (int j = 0; j < 8; ++j) a[j] = _mm256_fmadd_ps(_mm256_maskload_ps(k[j] + d, tail), qv, a[j]);
-      }
-      _mm256_storeu_ps(scores + g * kStepKeys + j0, _mm256_mul_ps(sum8x8(a), vscale));
+  __m256 a[8];
+  for (auto& x : a) x = _mm256_setzero_ps();
+  int64_t d = 0;
+  for (; d < full; d += 8) {
+    for (int r = 0; r < Rows; ++r) {
+      const __m256 qv = _mm256_loadu_ps(q + r * q_stride + d);
+      for (int j = 0; j < Keys; ++j) a[r * Keys + j] = _mm256_fmadd_ps(_mm256_loadu_ps(k[j] + d), qv, a[r * Keys + j]);
     }
+  }
+  if (d < head) {
+    for (int r = 0; r < Rows; ++r) {
+      const __m256 qv = _mm256_maskload_ps(q + r * q_stride + d, tail);
+      for (int j = 0; j < Keys; ++j)
+        a[r * Keys + j] = _mm256_fmadd_ps(_mm256_maskload_ps(k[j] + d, tail), qv, a[r * Keys + j]);
+    }
+  }
+  const __m256 s = _mm256_mul_ps(sum8x8(a), vscale);
+  if (Rows == 1) {
+    _mm256_storeu_ps(scores, s);
+  } else {
+    _mm_storeu_ps(scores, _mm256_castps256_ps128(s));
+    _mm_storeu_ps(scores + kStepKeys, _mm256_extractf128_ps(s, 1));
   }
 }
 
-// acc[0 .. 8V) += sum_j p[j] * values[j][0 .. 8V): V independent chains, so
-// the FMAs overlap (8 keep both FMA ports busy).
-template <int V>
-ONYX_AVX2 inline void accumulate_span_avx2(const float* p, const float* values, int64_t nk, int64_t head, float* acc) {
-  __m256 a[V];
-  for (int v = 0; v < V; ++v) a[v] = _mm256_loadu_ps(acc + 8 * v);
-  for (int64_t j = 0; j < nk; ++j) {
-    const __m256 w = _mm256_broadcast_ss(p + j);
-    const float* row = values + j * head;
-    for (int v = 0; v < V; ++v) a[v] = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 8 * v), a[v]);
+ONYX_AVX2 void dot_keys_avx2(const float* q, int64_t queries, int64_t q_stride, const float* keys, int64_t nk,
+                             int64_t head, float scale, float* scores) {
+  const __m256i tail = tail_mask8(head & 7);
+  const __m256 vscale = _mm256_set1_ps(scale);
+  const int64_t pairs = queries & ~int64_t{1};
+  for (int64_t j0 = 0; j0 < nk; j0 += 8) {
+    const float* k[8];
+    for (int64_t j = 0; j < 8; ++j) k[j] = keys + std::min(j0 + j, nk - 1) * head;
+    for (int64_t g = 0; g < pairs; g += 2) {
+      dot_tile_avx2<2, 4>(q + g * q_stride, q_stride, k, head, tail, vscale, scores + g * kStepKeys + j0);
+      dot_tile_avx2<2, 4>(q + g * q_stride, q_stride, k + 4, head, tail, vscale, scores + g * kStepKeys + j0 + 4);
+    }
+    if (pairs < queries)
+      dot_tile_avx2<1, 8>(q + pairs * q_stride, q_stride, k, head, tail, vscale, scores + pairs * kStepKeys + j0);
   }
-  for (int v = 0; v < V; ++v) _mm256_storeu_ps(acc + 8 * v, a[v]);
+}
+
+// acc_r[0 .. 8V) += sum_j p_r[j] * values[j][0 .. 8V) for Rows query rows
+// (p_r kStepKeys apart, acc_r `head` apart): Rows * V independent chains, so
+// the FMAs overlap, and each value vector is loaded once for the rows.
+template <int Rows, int V>
+ONYX_AVX2 inline void accumulate_span_avx2(const float* p, const float* values, int64_t nk, int64_t head, float* acc) {
+  __m256 a[Rows * V];
+  for (int r = 0; r < Rows; ++r) {
+    for (int v = 0; v < V; ++v) a[r * V + v] = _mm256_loadu_ps(acc + r * head + 8 * v);
+  }
+  for (int64_t j = 0; j < nk; ++j) {
+    const float* row = values + j * head;
+    __m256 x[V];
+    for (int v = 0; v < V; ++v) x[v] = _mm256_loadu_ps(row + 8 * v);
+    for (int r = 0; r < Rows; ++r) {
+      const __m256 w = _mm256_broadcast_ss(p + r * kStepKeys + j);
+      for (int v = 0; v < V; ++v) a[r * V + v] = _mm256_fmadd_ps(w, x[v], a[r * V + v]);
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+    for (int v = 0; v < V; ++v) _mm256_storeu_ps(acc + r * head + 8 * v, a[r * V + v]);
+  }
+}
+
+// One query row's whole head: 64 floats at a time (8 chains), then 32, then 8,
+// then a masked tail.
+ONYX_AVX2 void accumulate_row_avx2(const float* p, const float* values, int64_t nk, int64_t head, float* acc) {
+  const int64_t full = head & ~int64_t{7};
+  int64_t d = 0;
+  for (; d + 64 <= full; d += 64) accumulate_span_avx2<1, 8>(p, values + d, nk, head, acc + d);
+  for (; d + 32 <= full; d += 32) accumulate_span_avx2<1, 4>(p, values + d, nk, head, acc + d);
+  for (; d < full; d += 8) accumulate_span_avx2<1, 1>(p, values + d, nk, head, acc + d);
+  if (d < head) {
+    const __m256i tail = tail_mask8(head - d);
+    __m256 a = _mm256_maskload_ps(acc + d, tail);
+    for (int64_t j = 0; j < nk; ++j)
+      a = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), _mm256_maskload_ps(values + j * head + d, tail), a);
+    _mm256_maskstore_ps(acc + d, tail, a);
+  }
 }
 
 ONYX_AVX2 void accumulate_values_avx2(const float* p, int64_t queries, const float* values, int64_t nk, int64_t head,
                                       float* acc) {
-  const int64_t full = head & ~int64_t{7};
-  const __m256i tail = tail_mask8(head - full);
-  for (int64_t g = 0; g < queries; ++g) {
-    const float* pg = p + g * kStepKeys;
-    float* ag = acc + g * head;
-    int64_t d = 0;
-    for (; d + 64 <= full; d += 64) accumulate_span_avx2<8>(pg, values + d, nk, head, ag + d);
-    for (; d + 32 <= full; d += 32) accumulate_span_avx2<4>(pg, values + d, nk, head, ag + d);
-    for (; d < full; d += 8) accumulate_span_avx2<1>(pg, values + d, nk, head, ag + d);
-    if (d < head) {
-      __m256 a = _mm256_maskload_ps(ag + d, tail);
-      for (int64_t j = 0; j < nk; ++j)
-        a = _mm256_fmadd_ps(_mm256_broadcast_ss(pg + j), _mm256_maskload_ps(values + j * head + d, tail), a);
-      _mm256_maskstore_ps(ag + d, tail, a);
+  int64_t g = 0;
+  // Pairs of rows 32 floats at a time (8 chains), when the head is a multiple of 32.
+  if (head % 32 == 0) {
+    for (; g + 2 <= queries; g += 2) {
+      for (int64_t d = 0; d < head; d += 32)
+        accumulate_span_avx2<2, 4>(p + g * kStepKeys, values + d, nk, head, acc + g * head + d);
     }
   }
+  for (; g < queries; ++g) accumulate_row_avx2(p + g * kStepKeys, values, nk, head, acc + g * head);
 }
 
 // GCC 12's plain forms of some AVX-512 intrinsics merge into an undefined
@@ -524,6 +564,7 @@ constexpr double kSplitKeysInlineWork = 1 << 18;
 // Keys below which a unit is not cut further: a piece's merge and step
 // overheads stay small next to its keys.
 constexpr int64_t kMinPieceKeys = 2 * kStepKeys;
+constexpr int64_t kTasksPerThread = 4;
 
 void run_split_keys(const GroupedAttention& p, const VectorOps& ops, ThreadPool* pool, int64_t forced_pieces) {
   const int64_t group = p.heads / p.kv_heads, head = p.head;
@@ -539,13 +580,14 @@ void run_split_keys(const GroupedAttention& p, const VectorOps& ops, ThreadPool*
   const double work = static_cast<double>(keys * p.kv_heads) * static_cast<double>(group * head) * 2;
   int threads = pool != nullptr ? pool->parallelism() : 1;
   if (work < kSplitKeysInlineWork) threads = 1;
-  // Enough pieces per unit that units * pieces is a multiple of the threads
-  // (equal shares), none shorter than kMinPieceKeys.
+  // About kTasksPerThread tasks per thread, none shorter than kMinPieceKeys:
+  // a thread that comes late or is preempted holds up only a small task while
+  // the others take the rest of its share.
   int64_t pieces = 1;
   if (forced_pieces > 0) {
     pieces = forced_pieces;
   } else if (threads > 1) {
-    pieces = threads / std::gcd(units, static_cast<int64_t>(threads));
+    pieces = (kTasksPerThread * threads + units - 1) / units;
     pieces = std::max<int64_t>(1, std::min(pieces, longest / kMinPieceKeys));
   }
   const int64_t stride = piece_floats(group, head), tasks = units * pieces;
