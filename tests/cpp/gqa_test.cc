@@ -238,13 +238,18 @@ struct CoreCase {
 
 TEST(GroupedAttentionCore, EveryIsaAndPathMatchesTheReference) {
   const std::vector<CoreCase> cases = {
-      {1, 1, 14, 2, 64, 300, {299}, -1, 0, false, false, false},     // decode, GQA group 7
-      {2, 1, 4, 2, 24, 40, {10, 37}, -1, 0, false, false, false},    // batch with different lengths, odd head
-      {2, 3, 4, 1, 16, 40, {10, 20}, 7, 0, false, false, false},     // local window
-      {1, 150, 6, 2, 32, 170, {20}, -1, 0, false, false, false},     // a prompt after a cached prefix
-      {1, 70, 4, 4, 20, 70, {0}, 33, 30.0f, true, true, false},      // window, softcap, bias, sinks
-      {2, 1, 14, 2, 64, 200, {199, 50}, -1, 0, false, false, true},  // int8 decode
-      {1, 90, 4, 2, 64, 100, {10}, -1, 0, false, true, true},        // int8 prompt
+      {1, 1, 14, 2, 64, 300, {299}, -1, 0, false, false, false},        // decode, GQA group 7
+      {2, 1, 4, 2, 24, 40, {10, 37}, -1, 0, false, false, false},       // batch with different lengths, odd head
+      {2, 3, 4, 1, 16, 40, {10, 20}, 7, 0, false, false, false},        // local window
+      {1, 150, 6, 2, 32, 170, {20}, -1, 0, false, false, false},        // a prompt after a cached prefix
+      {1, 70, 4, 4, 20, 70, {0}, 33, 30.0f, true, true, false},         // window, softcap, bias, sinks
+      {2, 1, 14, 2, 64, 200, {199, 50}, -1, 0, false, false, true},     // int8 decode
+      {1, 90, 4, 2, 64, 100, {10}, -1, 0, false, true, true},           // int8 prompt
+      {1, 1, 14, 2, 64, 2100, {2052}, -1, 0, false, false, false},      // long decode, pieces of many steps
+      {1, 1, 14, 2, 64, 2100, {1500}, -1, 0, false, false, true},       // long int8 decode
+      {1, 1, 14, 1, 64, 700, {600}, -1, 0, false, true, false},         // one kv head: units < threads, sinks
+      {3, 1, 6, 1, 40, 300, {290, 5, 131}, -1, 0, false, false, true},  // 3 units on 2 threads, head 40, int8
+      {1, 2, 8, 2, 72, 600, {500}, 100, 20.0f, true, false, false},     // window, softcap, bias, head 72
   };
   for (const CoreCase& c : cases) {
     SCOPED_TRACE("seq " + std::to_string(c.seq) + " heads " + std::to_string(c.heads) + "/" +
@@ -280,12 +285,27 @@ TEST(GroupedAttentionCore, EveryIsaAndPathMatchesTheReference) {
     if (c.sink) p.head_sink = sink.data();
     const std::vector<float> want = reference(p);
     ThreadPool pool(2);
+    // Split keys: chosen pieces on 1 (no pool) and 2 threads, then forced
+    // cuts, 3 and 5 leaving pieces that are not a multiple of a step.
+    struct Run {
+      AttentionPath path;
+      ThreadPool* pool;
+      int64_t pieces;
+      const char* name;
+    };
+    const std::vector<Run> runs = {{AttentionPath::kRows, &pool, 0, "rows"},
+                                   {AttentionPath::kBlocks, &pool, 0, "blocks"},
+                                   {AttentionPath::kSplitKeys, nullptr, 0, "split keys, 1 thread"},
+                                   {AttentionPath::kSplitKeys, &pool, 0, "split keys, 2 threads"},
+                                   {AttentionPath::kSplitKeys, nullptr, 3, "split keys, 3 pieces, 1 thread"},
+                                   {AttentionPath::kSplitKeys, &pool, 2, "split keys, 2 pieces, 2 threads"},
+                                   {AttentionPath::kSplitKeys, &pool, 5, "split keys, 5 pieces, 2 threads"}};
     for (AttentionIsa isa : available_attention_isas()) {
-      for (AttentionPath path : {AttentionPath::kRows, AttentionPath::kBlocks}) {
-        SCOPED_TRACE(std::string(attention_isa_name(isa)) + (path == AttentionPath::kRows ? " rows" : " blocks"));
+      for (const Run& run : runs) {
+        SCOPED_TRACE(std::string(attention_isa_name(isa)) + " " + run.name);
         std::vector<float> out(want.size(), std::numeric_limits<float>::quiet_NaN());
         p.out = out.data();
-        run_grouped_attention(p, &pool, isa, path);
+        run_grouped_attention(p, run.pool, isa, run.path, run.pieces);
         for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], 2e-5) << i;
       }
     }

@@ -1,9 +1,11 @@
 // The float core of com.microsoft GroupQueryAttention: causal (or not)
 // attention of groups of query heads over one key/value head each, read in
 // place from a KV cache of float rows or of int8 rows with a scale per row.
-// Short queries (decoding) go row by row with vector dot products; long ones
-// (prompts) go block by block with an online softmax, so the score matrix is
-// never held whole (flash attention: Dao et al., 2022).
+// Short queries (decoding) go key step by key step with an online softmax,
+// the keys of a row cut into pieces for the threads when rows are fewer than
+// threads (flash-decoding); long ones (prompts) go block by block on the SGEMM
+// with an online softmax, so the score matrix is never held whole (flash
+// attention: Dao et al., 2022). The scores output goes row by row.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +23,10 @@ const char* attention_isa_name(AttentionIsa isa);
 // The ISAs this CPU can run, kPortable first.
 std::vector<AttentionIsa> available_attention_isas();
 
-// kAuto: rows for short queries (or when the scores are wanted as an output),
-// blocks for long ones. The others force one, for tests.
-enum class AttentionPath { kAuto, kRows, kBlocks };
+// kAuto: split keys for short queries, blocks for long ones, rows when the
+// scores are wanted as an output (which every path falls back to). The others
+// force one, for tests and benchmarks.
+enum class AttentionPath { kAuto, kRows, kBlocks, kSplitKeys };
 
 // onyx's PER_TOKEN int8 KV cache row: `head` int8 values (symmetric,
 // round-to-nearest, scale = max|x| / 127) followed by the row's float32
@@ -69,7 +72,9 @@ struct GroupedAttention {
   float* out = nullptr;  // [batch, seq, heads, head]
 };
 
+// key_pieces > 0 forces how many pieces the split-keys path cuts each query
+// row's keys into (tests); 0 chooses from the threads and the work.
 void run_grouped_attention(const GroupedAttention& p, ThreadPool* pool, AttentionIsa isa = AttentionIsa::kAuto,
-                           AttentionPath path = AttentionPath::kAuto);
+                           AttentionPath path = AttentionPath::kAuto, int64_t key_pieces = 0);
 
 }  // namespace onyx::cpu::attention

@@ -30,6 +30,27 @@
 namespace onyx::cpu {
 namespace {
 
+// What compute fills anew each call, kept per thread so that a decode step
+// allocates nothing of its own (several runs may call compute at once).
+struct Scratch {
+  std::vector<int64_t> past_rows, key_rows, positions;
+  std::vector<float> q, new_k, new_v;
+};
+Scratch& thread_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+// Resizes a scratch vector to n; one a prompt grew past kKeptElements is
+// released by the next smaller call, so an idle thread does not hold a
+// prompt's queries.
+constexpr size_t kKeptElements = size_t{1} << 16;
+template <class T>
+void resize_scratch(std::vector<T>& v, size_t n) {
+  if (v.capacity() > kKeptElements && n <= kKeptElements) std::vector<T>().swap(v);
+  v.resize(n);
+}
+
 class GroupQueryAttentionKernel final : public Kernel {
  public:
   explicit GroupQueryAttentionKernel(const KernelInfo& info)
@@ -156,7 +177,13 @@ class GroupQueryAttentionKernel final : public Kernel {
     const bool is_prompt = seq == total;
     const int64_t present_len = std::max(past_capacity, total);
     const int32_t* seqlens = seqlens_k->data<int32_t>();
-    std::vector<int64_t> past_rows(static_cast<size_t>(batch)), key_rows(static_cast<size_t>(batch));
+    // Per-call arrays live in this thread's scratch: a decode step is short
+    // enough that six allocations showed up next to its attention.
+    Scratch& scratch = thread_scratch();
+    std::vector<int64_t>& past_rows = scratch.past_rows;
+    std::vector<int64_t>& key_rows = scratch.key_rows;
+    resize_scratch(past_rows, static_cast<size_t>(batch));
+    resize_scratch(key_rows, static_cast<size_t>(batch));
     for (int64_t b = 0; b < batch; ++b) {
       const int64_t rows = static_cast<int64_t>(seqlens[b]) + 1;
       const int64_t past = is_prompt ? 0 : rows - seq;
@@ -208,9 +235,9 @@ class GroupQueryAttentionKernel final : public Kernel {
         sin_f = sin_storage.data();
       }
     }
-    std::vector<int64_t> positions;
+    std::vector<int64_t>& positions = scratch.positions;
     if (do_rotary_) {
-      positions.resize(static_cast<size_t>(batch * seq));
+      resize_scratch(positions, static_cast<size_t>(batch * seq));
       const int64_t* pid = position_ids ? position_ids->data<int64_t>() : nullptr;
       for (int64_t b = 0; b < batch; ++b) {
         for (int64_t s = 0; s < seq; ++s) {
@@ -249,8 +276,12 @@ class GroupQueryAttentionKernel final : public Kernel {
     const float* kf = floats_of(key, k_in);
     const float* vf = floats_of(value, v_in);
     const int64_t q_stride = packed ? (heads + 2 * kv_heads) * head : heads * head;  // per token
-    std::vector<float> q(static_cast<size_t>(batch * heads * seq * head));
-    std::vector<float> new_k(static_cast<size_t>(batch * kv_heads * seq * head)), new_v(new_k.size());
+    std::vector<float>& q = scratch.q;
+    std::vector<float>& new_k = scratch.new_k;
+    std::vector<float>& new_v = scratch.new_v;
+    resize_scratch(q, static_cast<size_t>(batch * heads * seq * head));
+    resize_scratch(new_k, static_cast<size_t>(batch * kv_heads * seq * head));
+    resize_scratch(new_v, new_k.size());
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t s = 0; s < seq; ++s) {
         const float* token = qf + (b * seq + s) * q_stride;
