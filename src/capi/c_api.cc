@@ -1229,6 +1229,7 @@ OnyxStatus* ONYX_API_CALL BindOutput(OnyxIoBinding* binding, const char* name, c
   const Tensor* tensor = tensor_of(value);
   ONYX_CHECK_ARG(tensor != nullptr, "an output is bound to a tensor");
   binding->binding.bind_output(name, *tensor);
+  binding->bound_to_caller.insert(name);
   ONYX_API_END
 }
 OnyxStatus* ONYX_API_CALL BindOutputToDevice(OnyxIoBinding* binding, const char* name,
@@ -1237,6 +1238,7 @@ OnyxStatus* ONYX_API_CALL BindOutputToDevice(OnyxIoBinding* binding, const char*
   ONYX_CHECK_ARG(binding != nullptr && name != nullptr && info != nullptr,
                  "binding, name and mem_info must not be NULL");
   binding->binding.bind_output(name, info->device);
+  binding->bound_to_caller.erase(name);
   ONYX_API_END
 }
 OnyxStatus* ONYX_API_CALL GetBoundOutputNames(const OnyxIoBinding* binding, OnyxAllocator* allocator, char** buffer,
@@ -1295,6 +1297,7 @@ void ONYX_API_CALL ClearBoundOutputs(OnyxIoBinding* binding) noexcept {
   if (binding == nullptr) return;
   binding->binding.clear_outputs();
   binding->outputs.clear();
+  binding->bound_to_caller.clear();
 }
 OnyxStatus* ONYX_API_CALL RunWithBinding(OnyxSession* session, const OnyxRunOptions* run_options,
                                          const OnyxIoBinding* binding) noexcept {
@@ -1308,7 +1311,15 @@ OnyxStatus* ONYX_API_CALL RunWithBinding(OnyxSession* session, const OnyxRunOpti
   session->session->run_with_binding(bound->binding,
                                      run_options != nullptr ? run_options->options : kDefaultRunOptions);
   bound->outputs = bound->binding.outputs();
-  unalias_outputs(bound->outputs, bound->binding.inputs());
+  // An output written into the caller's own tensor stays there, even where
+  // that tensor is also fed as an input: the caller asked for exactly that.
+  const std::vector<std::string> names = bound->binding.output_names();
+  std::vector<const Tensor*> fed;
+  for (const auto& feed : bound->binding.inputs()) collect_tensors(feed.second, &fed);
+  for (size_t k = 0; k < bound->outputs.size() && !fed.empty(); ++k) {
+    if (k < names.size() && bound->bound_to_caller.count(names[k]) != 0) continue;
+    bound->outputs[k] = unaliased(bound->outputs[k], fed);
+  }
   ONYX_API_END
 }
 void ONYX_API_CALL ReleaseIoBinding(OnyxIoBinding* binding) noexcept { delete binding; }

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -79,8 +80,11 @@ struct OnyxModelMetadata {
 struct OnyxIoBinding {
   OnyxSession* session = nullptr;
   onyx::IoBinding binding;
-  // The last run's outputs, none sharing a bound input's memory.
+  // The last run's outputs, none sharing a bound input's memory but for
+  // those the caller bound to its own tensor (a KV cache bound as both an
+  // input and an output is appended to where it lies, on purpose).
   std::vector<onyx::Value> outputs;
+  std::set<std::string> bound_to_caller;  // outputs bound with BindOutput (to the caller's tensor)
 };
 
 // A custom op domain: its name and the user's ops, which it does not own.
