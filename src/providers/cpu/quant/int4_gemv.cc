@@ -162,7 +162,7 @@ ONYX_AVX2_FMA inline __m256i products(__m256i q, __m256i ones, __m256i codes) {
 }
 
 // Eight columns (group g) of one quantized row into out[0..8).
-template <int64_t kChunks>  // chunks per block when known at compile time (blocks of 32), else 0
+template <int64_t kChunks, bool kUniformZero>  // chunks per block when known at compile time (blocks of 32), else 0
 ONYX_AVX2_FMA void group_avx2(const PackedInt4& w, int64_t g, const int8_t* q, const float* q_scales,
                               const float* q_sums, float* out) {
   const int64_t chunks = kChunks > 0 ? kChunks : w.block_size / kChunk;
@@ -193,10 +193,14 @@ ONYX_AVX2_FMA void group_avx2(const PackedInt4& w, int64_t g, const int8_t* q, c
     }
     const __m256 dots = _mm256_cvtepi32_ps(reduce8(d0, d1, d2, d3, d4, d5, d6, d7));
     const __m256 scales = _mm256_loadu_ps(reinterpret_cast<const float*>(record + code_bytes));
-    const __m256 offsets = _mm256_loadu_ps(reinterpret_cast<const float*>(record + code_bytes + 32));
     // Each block gives (codes . q) * ws * as - zp * ws * sum(q) * as.
     acc = _mm256_fmadd_ps(dots, _mm256_mul_ps(scales, _mm256_set1_ps(q_scales[b])), acc);
-    acc = _mm256_fnmadd_ps(offsets, _mm256_set1_ps(q_sums[b]), acc);
+    if constexpr (kUniformZero) {
+      acc = _mm256_fnmadd_ps(scales, _mm256_set1_ps(static_cast<float>(w.uniform_zero) * q_sums[b]), acc);
+    } else {
+      const __m256 offsets = _mm256_loadu_ps(reinterpret_cast<const float*>(record + code_bytes + 32));
+      acc = _mm256_fnmadd_ps(offsets, _mm256_set1_ps(q_sums[b]), acc);
+    }
   }
   _mm256_storeu_ps(out, acc);
 }
@@ -216,7 +220,9 @@ ONYX_AVX2_FMA void dequantize_groups_avx2(const PackedInt4& w, int64_t g0, int64
           for (int64_t half = 0; half < 2; ++half) {
             const int64_t lane = pair * 2 + half;
             const __m256i codes = _mm256_and_si256(half == 0 ? bytes : _mm256_srli_epi16(bytes, 4), nibble);
-            const __m256 scale = _mm256_set1_ps(scales[lane]), offset = _mm256_set1_ps(scales[kGroup + lane]);
+            const __m256 scale = _mm256_set1_ps(scales[lane]);
+            const __m256 offset = _mm256_set1_ps(w.uniform_zero >= 0 ? static_cast<float>(w.uniform_zero) * scales[lane]
+                                                                     : scales[kGroup + lane]);
             float* dst = out + ((g - g0) * kGroup + lane) * stride + b * w.block_size + ch * kChunk;
             const __m128i lo = _mm256_castsi256_si128(codes), hi = _mm256_extracti128_si256(codes, 1);
             const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
@@ -279,7 +285,11 @@ void group_portable(const PackedInt4& w, int64_t g, const int8_t* q, const float
     }
     float scales[kGroup], offsets[kGroup];
     std::memcpy(scales, record + code_bytes, sizeof scales);
-    std::memcpy(offsets, record + code_bytes + sizeof scales, sizeof offsets);
+    if (w.uniform_zero >= 0) {
+      for (int64_t c = 0; c < kGroup; ++c) offsets[c] = static_cast<float>(w.uniform_zero) * scales[c];
+    } else {
+      std::memcpy(offsets, record + code_bytes + sizeof scales, sizeof offsets);
+    }
     for (int64_t c = 0; c < kGroup; ++c)
       acc[c] += static_cast<float>(dots[c]) * (scales[c] * q_scales[b]) - offsets[c] * q_sums[b];
   }
@@ -381,10 +391,13 @@ void int8_path(const PackedInt4& w, const float* a, int64_t m, float* y, ThreadP
         float* out = whole ? y + r * w.n + g * kGroup : tail;
 #if defined(ONYX_INT4_AVX2)
         if (avx2) {
+          const bool uniform = w.uniform_zero >= 0;
           if (w.block_size == kChunk) {
-            group_avx2<1>(w, g, q, scales, sums, out);
+            uniform ? group_avx2<1, true>(w, g, q, scales, sums, out)
+                    : group_avx2<1, false>(w, g, q, scales, sums, out);
           } else {
-            group_avx2<0>(w, g, q, scales, sums, out);
+            uniform ? group_avx2<0, true>(w, g, q, scales, sums, out)
+                    : group_avx2<0, false>(w, g, q, scales, sums, out);
           }
         } else {
           group_portable(w, g, q, scales, sums, out);
@@ -425,7 +438,11 @@ void dequantize_groups(const PackedInt4& w, int64_t g0, int64_t g1, float* out, 
       for (int64_t lane = 0; lane < kGroup; ++lane) {
         float scale, offset;
         std::memcpy(&scale, record + code_bytes + lane * 4, 4);
-        std::memcpy(&offset, record + code_bytes + 32 + lane * 4, 4);
+        if (w.uniform_zero >= 0) {
+          offset = static_cast<float>(w.uniform_zero) * scale;
+        } else {
+          std::memcpy(&offset, record + code_bytes + 32 + lane * 4, 4);
+        }
         const int shift = static_cast<int>(lane % 2) * 4;
         float* dst = out + ((g - g0) * kGroup + lane) * stride + b * w.block_size;
         for (int64_t i = 0; i < w.block_size; ++i) {
@@ -524,7 +541,11 @@ PackedInt4 pack_int4(const Int4Weights& w) {
     return p;
   }
   const int64_t chunks = w.block_size / kChunk, code_bytes = chunks * kGroup * 16;
-  p.record_bytes = code_bytes + 2 * kGroup * static_cast<int64_t>(sizeof(float));
+  if (!w.zero_points.empty() &&
+      std::all_of(w.zero_points.begin(), w.zero_points.end(), [&](uint8_t z) { return z == w.zero_points[0]; })) {
+    p.uniform_zero = w.zero_points[0];
+  }
+  p.record_bytes = code_bytes + (p.uniform_zero >= 0 ? 1 : 2) * kGroup * static_cast<int64_t>(sizeof(float));
   p.records.assign(static_cast<size_t>(p.groups * p.blocks * p.record_bytes), 0);
   for (int64_t col = 0; col < w.n; ++col) {
     const int64_t g = col / kGroup, lane = col % kGroup;
@@ -538,7 +559,7 @@ PackedInt4 pack_int4(const Int4Weights& w) {
       const size_t at = static_cast<size_t>(col * w.blocks + b);
       const float scale = w.scales[at], offset = static_cast<float>(w.zero_points[at]) * scale;
       std::memcpy(record + code_bytes + lane * 4, &scale, 4);
-      std::memcpy(record + code_bytes + 32 + lane * 4, &offset, 4);
+      if (p.uniform_zero < 0) std::memcpy(record + code_bytes + 32 + lane * 4, &offset, 4);
     }
   }
   return p;
