@@ -3,7 +3,7 @@ folders: prefill (a prompt of 128 and of 512 tokens) and decode tokens/s, at
 1 and 2 threads, and each run's peak memory.
 
     python bench/genai_bench.py FOLDER [FOLDER ...] [--threads 1 2] [--prompts 128 512]
-                                [--new-tokens 64] [--repeats 3] [--runtimes onyx ort]
+                                [--new-tokens 64] [--repeats 3] [--rounds 3] [--runtimes onyx ort]
 
 Each (runtime, folder, threads) is measured in a fresh process, so its peak
 resident memory (ru_maxrss) is its own: the weights, the session and one
@@ -15,7 +15,10 @@ prefill, then generate_next_token() timed per token (one model run each;
 the first only picks from the prefill's logits and is not counted). The
 prompt is random token ids from the tokenizer's vocabulary, the same for
 both; min_length keeps an early end-of-sequence from cutting decode short.
-Prints one table; --json writes the raw numbers.
+--rounds R measures every configuration R times, the runtimes alternating
+(onyx, onnxruntime-genai, onyx, ...), and reports each figure's median over
+the rounds, so that a slow drift of the machine does not fall on one
+runtime. Prints one table; --json writes the raw numbers.
 
 The ~0.5B Llama-style folders at fp32 and int4 that docs/performance.md
 reports come from scripts/make_genai_bench_models.sh.
@@ -88,6 +91,7 @@ def main():
     parser.add_argument("--prompts", type=int, nargs="+", default=[128, 512])
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1, help="alternating rounds; figures are their medians")
     parser.add_argument("--runtimes", nargs="+", default=["onyx", "ort"], choices=["onyx", "ort"])
     parser.add_argument("--json", help="write the raw results here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -99,17 +103,30 @@ def main():
     results = []
     for folder in args.folders:
         for threads in args.threads:
-            for runtime in args.runtimes:
-                cmd = [sys.executable, os.path.abspath(__file__), folder, "--child", json.dumps([runtime, folder, threads]),
-                       "--prompts", *map(str, args.prompts), "--new-tokens", str(args.new_tokens),
-                       "--repeats", str(args.repeats)]
-                env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-                out = subprocess.run(cmd, capture_output=True, text=True, env=env)
-                if out.returncode != 0:
-                    print(f"{runtime} on {folder} at {threads} threads failed:\n{out.stderr[-2000:]}", file=sys.stderr)
+            rounds = {runtime: [] for runtime in args.runtimes}
+            for _ in range(args.rounds):
+                for runtime in args.runtimes:
+                    cmd = [sys.executable, os.path.abspath(__file__), folder, "--child",
+                           json.dumps([runtime, folder, threads]), "--prompts", *map(str, args.prompts),
+                           "--new-tokens", str(args.new_tokens), "--repeats", str(args.repeats)]
+                    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+                    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                    if out.returncode != 0:
+                        print(f"{runtime} on {folder} at {threads} threads failed:\n{out.stderr[-2000:]}",
+                              file=sys.stderr)
+                        continue
+                    rounds[runtime].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            for runtime, measured in rounds.items():
+                if not measured:
                     continue
-                results.append(json.loads(out.stdout.strip().splitlines()[-1]))
-                r = results[-1]
+                r = dict(measured[0])
+                r["rounds"] = len(measured)
+                for key in ("load_s", "peak_rss_mb"):
+                    r[key] = statistics.median(m[key] for m in measured)
+                for key in ("prefill", "decode"):
+                    r[key] = {p: statistics.median(m[key][p] for m in measured) for p in measured[0][key]}
+                r["all_rounds"] = measured
+                results.append(r)
                 print(f"  {runtime:4s} {os.path.basename(folder.rstrip('/')):12s} {threads}t  load {r['load_s']:.1f}s  "
                       + "  ".join(f"p{p}: prefill {r['prefill'][str(p)]:.0f} tok/s decode {r['decode'][str(p)]:.1f} tok/s"
                                   for p in args.prompts)
