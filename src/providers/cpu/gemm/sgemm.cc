@@ -7,6 +7,7 @@
 #include "providers/cpu/gemm/sgemm.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -19,6 +20,7 @@
 
 #include "providers/cpu/gemm/sgemm_kernels.h"
 #include "providers/cpu/gemm/target_clones.h"
+#include "providers/cpu/huge_pages.h"
 
 namespace onyx::cpu {
 
@@ -439,6 +441,16 @@ void scale_only(int64_t M, int64_t N, float beta, float* C, int64_t ldc, const G
 }
 
 std::shared_ptr<float> allocate_packed(size_t count) {
+  // Packed weights of megabytes (a decoder's layers, its lm_head) are read
+  // front to back once per token: on huge pages where the OS has them.
+  const size_t bytes = count * sizeof(float);
+  if (bytes >= 4 * kHugePageBytes) {
+    const size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+    if (void* huge = std::aligned_alloc(kHugePageBytes, rounded)) {
+      advise_huge_pages(huge, rounded);
+      return std::shared_ptr<float>(static_cast<float*>(huge), [](float* q) { std::free(q); });
+    }
+  }
   auto* p = static_cast<float*>(::operator new(count * sizeof(float), std::align_val_t{64}));
   return std::shared_ptr<float>(p, [](float* q) { ::operator delete(q, std::align_val_t{64}); });
 }

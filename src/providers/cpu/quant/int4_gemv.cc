@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "providers/cpu/gemm/sgemm.h"
+#include "providers/cpu/huge_pages.h"
 #include "providers/cpu/math/fast_math.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -546,7 +547,10 @@ PackedInt4 pack_int4(const Int4Weights& w) {
     p.uniform_zero = w.zero_points[0];
   }
   p.record_bytes = code_bytes + (p.uniform_zero >= 0 ? 1 : 2) * kGroup * static_cast<int64_t>(sizeof(float));
-  p.records.assign(static_cast<size_t>(p.groups * p.blocks * p.record_bytes), 0);
+  const auto record_total = static_cast<size_t>(p.groups * p.blocks * p.record_bytes);
+  p.records.reserve(record_total);
+  advise_huge_pages(p.records.data(), record_total);  // before the zero fill first touches the pages
+  p.records.assign(record_total, 0);
   for (int64_t col = 0; col < w.n; ++col) {
     const int64_t g = col / kGroup, lane = col % kGroup;
     const int shift = static_cast<int>(lane % 2) * 4;

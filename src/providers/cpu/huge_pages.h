@@ -1,0 +1,34 @@
+// Large read-mostly buffers (packed weights) on 2 MiB pages where the OS
+// gives them: a decoder streams each of its weight buffers front to back once
+// per token, and on 4 KiB pages that stream takes a TLB miss every 4 KiB.
+// Linux's transparent huge pages in "madvise" mode (Debian's default) only
+// back memory that asks; elsewhere these are no-ops.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace onyx::cpu {
+
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
+// Asks for huge pages over the 2 MiB-aligned part of [data, data + bytes).
+// Call it before the memory is first written: pages already touched stay as
+// they are until the kernel collapses them. Advice only: a refusal is harmless.
+inline void advise_huge_pages(void* data, size_t bytes) {
+#if defined(__linux__)
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t first = (begin + kHugePageBytes - 1) & ~(uintptr_t{kHugePageBytes} - 1);
+  const uintptr_t last = (begin + bytes) & ~(uintptr_t{kHugePageBytes} - 1);
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+}  // namespace onyx::cpu
