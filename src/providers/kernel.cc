@@ -107,18 +107,26 @@ DataType bound_type(const graph::Graph& graph, const graph::Node& node, const st
   // constraint: such kernels check their types themselves.
   const graph::OpSchema* schema = graph::find_schema(node.domain, node.op_type, node.since_version);
   if (schema == nullptr) return DataType::kUndefined;
-  auto matches = [&](const graph::FormalParam& p) {
-    if (schema->type_constraint(p.type_str) == nullptr) return false;  // a concrete type, not a variable
-    return constraint.empty() || constraint == p.type_str;
-  };
+  // The main constraint is the type variable of the first input that has one;
+  // any input or output bound to that variable tells its type (MatMul's A may
+  // come from a contrib op inference does not cover while B is a typed weight).
+  std::string variable = constraint;
+  if (variable.empty()) {
+    for (size_t i = 0; i < node.inputs.size() && variable.empty(); ++i) {
+      const int formal = schema->formal_input_index(static_cast<int>(i));
+      if (formal >= 0 && schema->type_constraint(schema->inputs[formal].type_str) != nullptr) {
+        variable = schema->inputs[formal].type_str;
+      }
+    }
+    if (variable.empty()) return DataType::kUndefined;
+  }
+  auto matches = [&](const graph::FormalParam& p) { return p.type_str == variable; };
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const int formal = schema->formal_input_index(static_cast<int>(i));
     if (formal < 0 || !matches(schema->inputs[formal])) continue;
     const DataType t = elem(node.inputs[i]);
     if (t != DataType::kUndefined) return t;
-    if (constraint.empty()) return DataType::kUndefined;  // the first such input decides
   }
-  if (constraint.empty()) return DataType::kUndefined;
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     const int formal = schema->formal_output_index(static_cast<int>(o));
     if (formal < 0 || !matches(schema->outputs[formal])) continue;
