@@ -31,6 +31,8 @@ cmake --build "$build" -j "$jobs"
 
 echo "== C++ tests"
 "$build/onyx_tests" --gtest_brief=1
+# Packed weights on transparent huge pages (opt-in, src/providers/cpu/huge_pages.h).
+ONYX_HUGE_PAGES=1 "$build/onyx_tests" --gtest_brief=1 --gtest_filter='Sgemm*:*Int4*:*MatMul*'
 
 echo "== C++ tests under AddressSanitizer and UndefinedBehaviorSanitizer"
 scripts/sanitize.sh

@@ -444,7 +444,7 @@ std::shared_ptr<float> allocate_packed(size_t count) {
   // Packed weights of megabytes (a decoder's layers, its lm_head) are read
   // front to back once per token: on huge pages where the OS has them.
   const size_t bytes = count * sizeof(float);
-  if (bytes >= 4 * kHugePageBytes) {
+  if (huge_pages_enabled() && bytes >= 4 * kHugePageBytes) {
     const size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
     if (void* huge = std::aligned_alloc(kHugePageBytes, rounded)) {
       advise_huge_pages(huge, rounded);
