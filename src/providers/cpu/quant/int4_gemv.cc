@@ -260,12 +260,72 @@ ONYX_AVX2_FMA float column_avx2_16(const Int4Weights& w, int64_t col, const int8
   return horizontal_sum(acc) - correction;
 }
 
+#define ONYX_AVX512_VNNI __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni")))
+
+// group_avx2 with AVX-512 VNNI: one vpdpbusd does a 32-code product of two
+// columns at once (u8 codes x s8 values, four products summed straight into
+// int32, no 16-bit step), where AVX2 needs vpmaddubsw + vpmaddwd + vpaddd for
+// each column. A 64-byte load holds two pairs: its low nibbles are columns
+// 2p and 2p+2, its high nibbles 2p+1 and 2p+3, one per 256-bit half.
+template <int64_t kChunks, bool kUniformZero>
+ONYX_AVX512_VNNI void group_vnni(const PackedInt4& w, int64_t g, const int8_t* q, const float* q_scales,
+                                 const float* q_sums, float* out) {
+  const int64_t chunks = kChunks > 0 ? kChunks : w.block_size / kChunk;
+  const int64_t code_bytes = chunks * kGroup * 16;
+  const uint8_t* record = w.records.data() + g * w.blocks * w.record_bytes;
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < w.blocks; ++b, record += w.record_bytes, q += w.block_size) {
+    for (int64_t line = 0; line < w.record_bytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(record + kPrefetchRecords * w.record_bytes + line), _MM_HINT_T0);
+    __m512i e02 = _mm512_setzero_si512(), e13 = e02, e46 = e02, e57 = e02;
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      // (GCC 12's plain broadcast and extract forms merge into an undefined
+      // vector and trip -Wmaybe-uninitialized; the zero-masking forms with
+      // every lane selected are the same instructions.)
+      const __m512i qv =
+          _mm512_maskz_broadcast_i64x4(0xFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + ch * kChunk)));
+      const uint8_t* c = record + ch * kGroup * 16;
+      const __m512i p01 = _mm512_loadu_si512(c), p23 = _mm512_loadu_si512(c + 64);
+      e02 = _mm512_dpbusd_epi32(e02, _mm512_and_si512(p01, nibble), qv);
+      e13 = _mm512_dpbusd_epi32(e13, _mm512_and_si512(_mm512_srli_epi16(p01, 4), nibble), qv);
+      e46 = _mm512_dpbusd_epi32(e46, _mm512_and_si512(p23, nibble), qv);
+      e57 = _mm512_dpbusd_epi32(e57, _mm512_and_si512(_mm512_srli_epi16(p23, 4), nibble), qv);
+    }
+    const __m256i sums =
+        reduce8(_mm512_maskz_extracti64x4_epi64(0xFF, e02, 0), _mm512_maskz_extracti64x4_epi64(0xFF, e13, 0),
+                _mm512_maskz_extracti64x4_epi64(0xFF, e02, 1), _mm512_maskz_extracti64x4_epi64(0xFF, e13, 1),
+                _mm512_maskz_extracti64x4_epi64(0xFF, e46, 0), _mm512_maskz_extracti64x4_epi64(0xFF, e57, 0),
+                _mm512_maskz_extracti64x4_epi64(0xFF, e46, 1), _mm512_maskz_extracti64x4_epi64(0xFF, e57, 1));
+    const __m256 dots = _mm256_cvtepi32_ps(sums);
+    const __m256 scales = _mm256_loadu_ps(reinterpret_cast<const float*>(record + code_bytes));
+    acc = _mm256_fmadd_ps(dots, _mm256_mul_ps(scales, _mm256_set1_ps(q_scales[b])), acc);
+    if constexpr (kUniformZero) {
+      acc = _mm256_fnmadd_ps(scales, _mm256_set1_ps(static_cast<float>(w.uniform_zero) * q_sums[b]), acc);
+    } else {
+      const __m256 offsets = _mm256_loadu_ps(reinterpret_cast<const float*>(record + code_bytes + 32));
+      acc = _mm256_fnmadd_ps(offsets, _mm256_set1_ps(q_sums[b]), acc);
+    }
+  }
+  _mm256_storeu_ps(out, acc);
+}
+
+#undef ONYX_AVX512_VNNI
 #undef ONYX_AVX2_FMA
 
 // The same test the element-wise kernels use.
 bool cpu_has_avx2() { return fast_math_detail::has_avx2_fma(); }
+bool cpu_has_avx512_vnni() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  }();
+  return has;
+}
 #else
 bool cpu_has_avx2() { return false; }
+bool cpu_has_avx512_vnni() { return false; }
 #endif
 
 // Eight columns (group g) of one quantized row, on integers in plain C++.
@@ -313,14 +373,32 @@ float column_portable_16(const Int4Weights& w, int64_t col, const int8_t* q, con
   return total - correction;
 }
 
+bool supported(Int8Isa isa) {
+  switch (isa) {
+    case Int8Isa::kPortable:
+      return true;
+    case Int8Isa::kAvx2:
+      return cpu_has_avx2();
+    case Int8Isa::kAvx512Vnni:
+      return cpu_has_avx512_vnni();
+    case Int8Isa::kAuto:
+      break;
+  }
+  return false;
+}
+
+// A path this CPU has: the one asked for, else (an argument or
+// ONYX_INT8_ISA naming one it lacks, or kAuto) the best it has.
 Int8Isa resolve(Int8Isa isa) {
-  if (isa != Int8Isa::kAuto) return cpu_has_avx2() ? isa : Int8Isa::kPortable;
-  static const Int8Isa chosen = [] {
-    const char* forced = std::getenv("ONYX_INT8_ISA");
-    if (forced != nullptr && std::string(forced) == "portable") return Int8Isa::kPortable;
-    return cpu_has_avx2() ? Int8Isa::kAvx2 : Int8Isa::kPortable;
+  static const Int8Isa best = [] {
+    if (const char* forced = std::getenv("ONYX_INT8_ISA")) {
+      for (Int8Isa candidate : {Int8Isa::kPortable, Int8Isa::kAvx2, Int8Isa::kAvx512Vnni}) {
+        if (std::string(forced) == int8_isa_name(candidate) && supported(candidate)) return candidate;
+      }
+    }
+    return cpu_has_avx512_vnni() ? Int8Isa::kAvx512Vnni : cpu_has_avx2() ? Int8Isa::kAvx2 : Int8Isa::kPortable;
   }();
-  return chosen;
+  return isa != Int8Isa::kAuto && supported(isa) ? isa : best;
 }
 
 QuantizedRows quantize_rows(const PackedInt4& w, const float* a, int64_t m, bool avx2, ThreadPool* pool) {
@@ -360,7 +438,8 @@ QuantizedRows quantize_rows(const PackedInt4& w, const float* a, int64_t m, bool
   return rows;
 }
 
-void int8_path(const PackedInt4& w, const float* a, int64_t m, float* y, ThreadPool* pool, bool avx2) {
+void int8_path(const PackedInt4& w, const float* a, int64_t m, float* y, ThreadPool* pool, Int8Isa isa) {
+  const bool avx2 = isa != Int8Isa::kPortable;  // the AVX-512 VNNI path uses the AVX2 row quantizer too
   const QuantizedRows rows = quantize_rows(w, a, m, avx2, pool);
   const auto row_args = [&](int64_t r) {
     return std::tuple(rows.values + r * rows.stride, rows.scales + r * w.blocks, rows.scaled_sums + r * w.blocks);
@@ -391,8 +470,16 @@ void int8_path(const PackedInt4& w, const float* a, int64_t m, float* y, ThreadP
         const auto [q, scales, sums] = row_args(r);
         float* out = whole ? y + r * w.n + g * kGroup : tail;
 #if defined(ONYX_INT4_AVX2)
-        if (avx2) {
-          const bool uniform = w.uniform_zero >= 0;
+        const bool uniform = w.uniform_zero >= 0;
+        if (isa == Int8Isa::kAvx512Vnni) {
+          if (w.block_size == kChunk) {
+            uniform ? group_vnni<1, true>(w, g, q, scales, sums, out)
+                    : group_vnni<1, false>(w, g, q, scales, sums, out);
+          } else {
+            uniform ? group_vnni<0, true>(w, g, q, scales, sums, out)
+                    : group_vnni<0, false>(w, g, q, scales, sums, out);
+          }
+        } else if (avx2) {
           if (w.block_size == kChunk) {
             uniform ? group_avx2<1, true>(w, g, q, scales, sums, out)
                     : group_avx2<1, false>(w, g, q, scales, sums, out);
@@ -515,6 +602,7 @@ void float_path(const PackedInt4& w, const float* a_in, int64_t m, float* y, Thr
 std::vector<Int8Isa> available_int8_isas() {
   std::vector<Int8Isa> isas{Int8Isa::kPortable};
   if (cpu_has_avx2()) isas.push_back(Int8Isa::kAvx2);
+  if (cpu_has_avx512_vnni()) isas.push_back(Int8Isa::kAvx512Vnni);
   return isas;
 }
 
@@ -526,6 +614,8 @@ const char* int8_isa_name(Int8Isa isa) {
       return "portable";
     case Int8Isa::kAvx2:
       return "avx2";
+    case Int8Isa::kAvx512Vnni:
+      return "avx512vnni";
   }
   return "?";
 }
@@ -574,10 +664,10 @@ void int4_matmul(const PackedInt4& w, const float* a, int64_t m, float* y, Threa
   if (m <= 0 || w.n <= 0) return;
   if (compute == Int4Compute::kAuto) compute = m >= kFloatRows ? Int4Compute::kFloat : Int4Compute::kInt8;
   if (compute == Int4Compute::kFloat) {
-    float_path(w, a, m, y, pool, resolve(isa) == Int8Isa::kAvx2);
+    float_path(w, a, m, y, pool, resolve(isa) != Int8Isa::kPortable);
     return;
   }
-  int8_path(w, a, m, y, pool, resolve(isa) == Int8Isa::kAvx2);
+  int8_path(w, a, m, y, pool, resolve(isa));
 }
 
 void int4_matmul(const Int4Weights& w, const float* a, int64_t m, float* y, ThreadPool* pool, Int8Isa isa,

@@ -6,7 +6,8 @@
 // MatMulNBits' accuracy_level 4 allows (onnxruntime's "int8 compute"): it
 // reads 1/8 of the float weights' bytes and does 32 multiply-adds per AVX2
 // instruction pair (vpmaddubsw + vpmaddwd; a code is at most 15 and |a| at
-// most 127, so the 16-bit pair sums never saturate).
+// most 127, so the 16-bit pair sums never saturate), or 64 per AVX-512 VNNI
+// vpdpbusd (two columns at once, summed straight into int32).
 //
 // Many rows (prefill): the product is compute-bound, so a panel of columns
 // is dequantized to float and multiplied with the SGEMM by A's rows rounded
@@ -23,8 +24,9 @@ namespace onyx::cpu {
 
 // The ways int4_matmul can run: kAuto is the best the CPU has; the others
 // are there so that tests run each path the machine can
-// (ONYX_INT8_ISA=portable or avx2 forces one in sessions too).
-enum class Int8Isa { kAuto, kPortable, kAvx2 };
+// (ONYX_INT8_ISA=portable, avx2 or avx512vnni forces one in sessions too;
+// kAvx512Vnni needs AVX-512 F, BW, VL and VNNI).
+enum class Int8Isa { kAuto, kPortable, kAvx2, kAvx512Vnni };
 
 std::vector<Int8Isa> available_int8_isas();
 const char* int8_isa_name(Int8Isa isa);
