@@ -9,10 +9,12 @@
 // most 127, so the 16-bit pair sums never saturate), or 64 per AVX-512 VNNI
 // vpdpbusd (two columns at once, summed straight into int32).
 //
-// Many rows (prefill): the product is compute-bound, so a panel of columns
-// is dequantized to float and multiplied with the SGEMM by A's rows rounded
-// to int8 per block the same way (back in float): the same product as the
-// int8 path, up to float rounding.
+// Many rows (prefill) without VNNI: the product is compute-bound, so a panel
+// of columns is dequantized to float and multiplied with the SGEMM by A's
+// rows rounded to int8 per block the same way (back in float): the same
+// product as the int8 path, up to float rounding. With VNNI the int8 path
+// takes every M: it unpacks a group's codes once for four rows and stays
+// faster than the float path.
 #pragma once
 
 #include <cstdint>
