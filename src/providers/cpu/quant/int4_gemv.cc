@@ -372,20 +372,6 @@ ONYX_AVX512_VNNI void group_vnni(const PackedInt4& w, int64_t g, const VnniRows&
 
 #undef ONYX_AVX512_VNNI
 #undef ONYX_AVX2_FMA
-
-// The same test the element-wise kernels use.
-bool cpu_has_avx2() { return fast_math_detail::has_avx2_fma(); }
-bool cpu_has_avx512_vnni() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
-  }();
-  return has;
-}
-#else
-bool cpu_has_avx2() { return false; }
-bool cpu_has_avx512_vnni() { return false; }
 #endif
 
 // Eight columns (group g) of one quantized row, on integers in plain C++.
@@ -433,33 +419,10 @@ float column_portable_16(const Int4Weights& w, int64_t col, const int8_t* q, con
   return total - correction;
 }
 
-bool supported(Int8Isa isa) {
-  switch (isa) {
-    case Int8Isa::kPortable:
-      return true;
-    case Int8Isa::kAvx2:
-      return cpu_has_avx2();
-    case Int8Isa::kAvx512Vnni:
-      return cpu_has_avx512_vnni();
-    case Int8Isa::kAuto:
-      break;
-  }
-  return false;
-}
-
 // A path this CPU has: the one asked for, else (an argument or
-// ONYX_INT8_ISA naming one it lacks, or kAuto) the best it has.
-Int8Isa resolve(Int8Isa isa) {
-  static const Int8Isa best = [] {
-    if (const char* forced = std::getenv("ONYX_INT8_ISA")) {
-      for (Int8Isa candidate : {Int8Isa::kPortable, Int8Isa::kAvx2, Int8Isa::kAvx512Vnni}) {
-        if (std::string(forced) == int8_isa_name(candidate) && supported(candidate)) return candidate;
-      }
-    }
-    return cpu_has_avx512_vnni() ? Int8Isa::kAvx512Vnni : cpu_has_avx2() ? Int8Isa::kAvx2 : Int8Isa::kPortable;
-  }();
-  return isa != Int8Isa::kAuto && supported(isa) ? isa : best;
-}
+// ONYX_INT8_ISA naming one it lacks, or kAuto) the best it has (int8_isa.h,
+// shared with the int8 GEMM).
+Int8Isa resolve(Int8Isa isa) { return resolve_int8_isa(isa); }
 
 QuantizedRows quantize_rows(const PackedInt4& w, const float* a, int64_t m, bool avx2, ThreadPool* pool) {
   QuantizedRows rows;
@@ -689,27 +652,6 @@ void float_path(const PackedInt4& w, const float* a_in, int64_t m, float* y, Thr
 }
 
 }  // namespace
-
-std::vector<Int8Isa> available_int8_isas() {
-  std::vector<Int8Isa> isas{Int8Isa::kPortable};
-  if (cpu_has_avx2()) isas.push_back(Int8Isa::kAvx2);
-  if (cpu_has_avx512_vnni()) isas.push_back(Int8Isa::kAvx512Vnni);
-  return isas;
-}
-
-const char* int8_isa_name(Int8Isa isa) {
-  switch (isa) {
-    case Int8Isa::kAuto:
-      return "auto";
-    case Int8Isa::kPortable:
-      return "portable";
-    case Int8Isa::kAvx2:
-      return "avx2";
-    case Int8Isa::kAvx512Vnni:
-      return "avx512vnni";
-  }
-  return "?";
-}
 
 PackedInt4 pack_int4(const Int4Weights& w) {
   PackedInt4 p;

@@ -21,17 +21,13 @@
 #include <vector>
 
 #include "common/thread_pool.h"
+#include "providers/cpu/quant/int8_isa.h"
 
 namespace onyx::cpu {
 
-// The ways int4_matmul can run: kAuto is the best the CPU has; the others
-// are there so that tests run each path the machine can
-// (ONYX_INT8_ISA=portable, avx2 or avx512vnni forces one in sessions too;
-// kAvx512Vnni needs AVX-512 F, BW, VL and VNNI).
-enum class Int8Isa { kAuto, kPortable, kAvx2, kAvx512Vnni };
-
-std::vector<Int8Isa> available_int8_isas();
-const char* int8_isa_name(Int8Isa isa);
+// int4_matmul runs on one of the Int8Isa paths (int8_isa.h, shared with
+// the int8 GEMM): ONYX_INT8_ISA=portable, avx2 or avx512vnni forces one in
+// sessions too.
 
 // How the rows are multiplied: kAuto picks by the number of rows; kInt8
 // multiplies on integers (the decode path), kFloat dequantizes the weights

@@ -1,0 +1,248 @@
+// qgemm_int8: see qgemm_int8.h. The driver packs operands into the chosen
+// microkernel's panels (qgemm_int8_kernels.h) and splits C into blocks of
+// up to 64 rows by one panel of columns; consecutive blocks share a B panel,
+// so a thread's share of the blocks reads each B panel from memory once.
+#include "providers/cpu/quant/qgemm_int8.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "providers/cpu/quant/qgemm_int8_kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <emmintrin.h>  // SSE2 is baseline x86-64
+#define ONYX_QGEMM_SSE2 1
+#endif
+
+namespace onyx::cpu {
+
+using qgemm_detail::Int8Kernel;
+
+struct PackedInt8Access {
+  static PackedInt8 make(const Int8Kernel* kernel, Int8Isa isa, int64_t rows, int64_t cols, int64_t groups,
+                         size_t bytes) {
+    PackedInt8 p;
+    p.kernel_ = kernel;
+    p.isa_ = isa;
+    p.rows_ = rows;
+    p.cols_ = cols;
+    p.groups_ = groups;
+    const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    p.panels_ = std::shared_ptr<unsigned char>(static_cast<unsigned char*>(std::aligned_alloc(64, rounded)),
+                                               [](unsigned char* q) { std::free(q); });
+    if (p.panels_ == nullptr) throw std::bad_alloc();
+    std::memset(p.panels_.get(), 0, rounded);
+    return p;
+  }
+  static const Int8Kernel& kernel(const PackedInt8& p) { return *p.kernel_; }
+  static int64_t groups(const PackedInt8& p) { return p.groups_; }
+  static unsigned char* panels(const PackedInt8& p) { return p.panels_.get(); }
+  static std::vector<int32_t>& zero(PackedInt8& p) { return p.zero_; }
+  static std::vector<int32_t>& sum(PackedInt8& p) { return p.sum_; }
+  static const int32_t* zero(const PackedInt8& p) { return p.zero_.data(); }
+  static const int32_t* sum(const PackedInt8& p) { return p.sum_.data(); }
+};
+
+namespace {
+
+const Int8Kernel& kernel_for(Int8Isa& isa) {
+  isa = resolve_int8_isa(isa);
+  const Int8Kernel* k = nullptr;
+  if (isa == Int8Isa::kAvx512Vnni) k = qgemm_detail::avx512vnni_int8_kernel();
+  if (isa == Int8Isa::kAvx2) k = qgemm_detail::avx2_int8_kernel();
+  if (k == nullptr) {
+    isa = Int8Isa::kPortable;
+    k = qgemm_detail::portable_int8_kernel();
+  }
+  return *k;
+}
+
+// Element (r, c) of op(X), widened.
+inline int32_t element(const Int8Matrix& x, int64_t r, int64_t c) {
+  const int64_t at = x.transposed ? c * x.stride + r : r * x.stride + c;
+  return x.is_signed ? static_cast<const int8_t*>(x.data)[at] : static_cast<const uint8_t*>(x.data)[at];
+}
+
+// Writes `lines` (rows of A, columns of B) [l0, l1) of op(X) into one panel
+// whose lines are `width` apart in a group: value (line l, k) goes to
+// panel[((k / G) * width + l - l0) * G + k % G], plus `offset`. Each line is a
+// row of A or a column of B; `along_k(l, k)` reads it.
+template <typename Stored, typename Read>
+void fill_panel(Stored* panel, int64_t l0, int64_t l1, int64_t k_count, int64_t width, int64_t group, int32_t offset,
+                const Read& along_k) {
+  for (int64_t l = l0; l < l1; ++l) {
+    Stored* line = panel + (l - l0) * group;
+    for (int64_t k = 0; k < k_count; ++k)
+      line[(k / group) * width * group + k % group] = static_cast<Stored>(along_k(l, k) + offset);
+  }
+}
+
+#if defined(ONYX_QGEMM_SSE2)
+// B not transposed, 8-bit, groups of 4, a whole panel of `nr` columns (a
+// multiple of 16) inside N: four rows of B interleaved per group with SSE2
+// (the per-run packing of a convolution's columns).
+void interleave_rows4(const Int8Matrix& b, int64_t j0, int64_t nr, int64_t groups, int8_t* panel) {
+  const auto* src = static_cast<const uint8_t*>(b.data);
+  const __m128i flip = _mm_set1_epi8(b.is_signed ? 0 : static_cast<char>(0x80));
+  const __m128i zero = _mm_setzero_si128();
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint8_t* rows[4];
+    for (int t = 0; t < 4; ++t) {
+      const int64_t k = g * 4 + t;
+      rows[t] = k < b.rows ? src + k * b.stride + j0 : nullptr;
+    }
+    for (int64_t j = 0; j < nr; j += 16) {
+      __m128i r[4];
+      for (int t = 0; t < 4; ++t) {
+        r[t] = rows[t] != nullptr ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[t] + j)), flip)
+                                  : zero;
+      }
+      const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), hi01 = _mm_unpackhi_epi8(r[0], r[1]);
+      const __m128i lo23 = _mm_unpacklo_epi8(r[2], r[3]), hi23 = _mm_unpackhi_epi8(r[2], r[3]);
+      auto* out = reinterpret_cast<__m128i*>(panel + (g * nr + j) * 4);
+      _mm_storeu_si128(out + 0, _mm_unpacklo_epi16(lo01, lo23));
+      _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(lo01, lo23));
+      _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(hi01, hi23));
+      _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(hi01, hi23));
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+const char* PackedInt8::kernel_name() const { return kernel_ == nullptr ? "none" : kernel_->name; }
+
+PackedInt8 pack_int8_a(const Int8Matrix& a, const int32_t* zero_points, int64_t zero_count, Int8Isa isa) {
+  const Int8Kernel& kern = kernel_for(isa);
+  const int64_t m = a.rows, k = a.cols, mr = kern.mr, g = kern.group;
+  const int64_t groups = (k + g - 1) / g, panels = (m + mr - 1) / mr;
+  const size_t panel_bytes = static_cast<size_t>(groups * mr * g * kern.elem_size);
+  PackedInt8 p = PackedInt8Access::make(&kern, isa, m, k, groups, panel_bytes * static_cast<size_t>(panels));
+  // A' = A + 128 for int8 A (0..255 either way); za' moves with it.
+  const int32_t offset = a.is_signed ? 128 : 0;
+  std::vector<int32_t>& zero = PackedInt8Access::zero(p);
+  std::vector<int32_t>& term = PackedInt8Access::sum(p);
+  zero.assign(static_cast<size_t>(panels * mr), 0);
+  term.assign(static_cast<size_t>(panels * mr), 0);
+  auto read = [&](int64_t r, int64_t c) { return element(a, r, c); };
+  for (int64_t i = 0; i < m; ++i) {
+    const int32_t z = (zero_count > 1 ? zero_points[i] : zero_count == 1 ? zero_points[0] : 0) + offset;
+    uint32_t sum = 0;
+    if (!a.transposed) {
+      if (a.is_signed) {
+        const int8_t* row = static_cast<const int8_t*>(a.data) + i * a.stride;
+        for (int64_t c = 0; c < k; ++c) sum += static_cast<uint32_t>(row[c] + 128);
+      } else {
+        const uint8_t* row = static_cast<const uint8_t*>(a.data) + i * a.stride;
+        for (int64_t c = 0; c < k; ++c) sum += row[c];
+      }
+    } else {
+      for (int64_t c = 0; c < k; ++c) sum += static_cast<uint32_t>(element(a, i, c) + offset);
+    }
+    zero[static_cast<size_t>(i)] = z;
+    term[static_cast<size_t>(i)] = static_cast<int32_t>(sum - static_cast<uint32_t>(k) * static_cast<uint32_t>(z));
+  }
+  for (int64_t pi = 0; pi < panels; ++pi) {
+    unsigned char* panel = PackedInt8Access::panels(p) + static_cast<size_t>(pi) * panel_bytes;
+    const int64_t i0 = pi * mr, i1 = std::min(m, i0 + mr);
+    if (kern.elem_size == 1) {
+      fill_panel(panel, i0, i1, k, mr, g, offset, read);
+    } else {
+      fill_panel(reinterpret_cast<int16_t*>(panel), i0, i1, k, mr, g, offset, read);
+    }
+  }
+  return p;
+}
+
+PackedInt8 pack_int8_b(const Int8Matrix& b, const int32_t* zero_points, int64_t zero_count, Int8Isa isa,
+                       ThreadPool* pool) {
+  const Int8Kernel& kern = kernel_for(isa);
+  const int64_t k = b.rows, n = b.cols, nr = kern.nr, g = kern.group;
+  const int64_t groups = (k + g - 1) / g, panels = (n + nr - 1) / nr;
+  const size_t panel_bytes = static_cast<size_t>(groups * nr * g * kern.elem_size);
+  PackedInt8 p = PackedInt8Access::make(&kern, isa, k, n, groups, panel_bytes * static_cast<size_t>(panels));
+  // B' = B - 128 for uint8 B (-128..127 either way); zb' moves with it.
+  const int32_t offset = b.is_signed ? 0 : -128;
+  std::vector<int32_t>& zero = PackedInt8Access::zero(p);
+  std::vector<int32_t>& sum = PackedInt8Access::sum(p);
+  zero.assign(static_cast<size_t>(panels * nr), 0);
+  sum.assign(static_cast<size_t>(panels * nr), 0);
+  for (int64_t j = 0; j < n; ++j)
+    zero[static_cast<size_t>(j)] = (zero_count > 1 ? zero_points[j] : zero_count == 1 ? zero_points[0] : 0) + offset;
+  // Column j of op(B) read along k.
+  auto read = [&](int64_t j, int64_t kk) { return element(b, kk, j); };
+  parallel_for(pool, panels, 4.0 * static_cast<double>(k * nr), [&](int64_t begin, int64_t end) {
+    for (int64_t pj = begin; pj < end; ++pj) {
+      unsigned char* panel = PackedInt8Access::panels(p) + static_cast<size_t>(pj) * panel_bytes;
+      const int64_t j0 = pj * nr, j1 = std::min(n, j0 + nr);
+#if defined(ONYX_QGEMM_SSE2)
+      if (kern.elem_size == 1 && g == 4 && !b.transposed && j1 - j0 == nr && nr % 16 == 0) {
+        interleave_rows4(b, j0, nr, groups, reinterpret_cast<int8_t*>(panel));
+        kern.column_sums(groups, panel, sum.data() + j0);
+        continue;
+      }
+#endif
+      if (kern.elem_size == 1) {
+        fill_panel(reinterpret_cast<int8_t*>(panel), j0, j1, k, nr, g, offset, read);
+      } else {
+        fill_panel(reinterpret_cast<int16_t*>(panel), j0, j1, k, nr, g, offset, read);
+      }
+      kern.column_sums(groups, panel, sum.data() + j0);
+    }
+  });
+  return p;
+}
+
+void qgemm_int8(const PackedInt8& a, const PackedInt8& b, int32_t* c, int64_t ldc, ThreadPool* pool,
+                const Int8BlockDone& done) {
+  if (a.empty() || b.empty() || &PackedInt8Access::kernel(a) != &PackedInt8Access::kernel(b) || a.cols() != b.rows()) {
+    throw std::logic_error("qgemm_int8: operands packed for different kernels or of mismatched shapes");
+  }
+  const Int8Kernel& kern = PackedInt8Access::kernel(a);
+  const int64_t m = a.rows(), n = b.cols(), k = a.cols();
+  if (m == 0 || n == 0) return;
+  const int64_t mr = kern.mr, nr = kern.nr, groups = PackedInt8Access::groups(a);
+  const int64_t block_rows = std::max<int64_t>(1, 64 / mr) * mr;
+  const int64_t m_blocks = (m + block_rows - 1) / block_rows, n_panels = (n + nr - 1) / nr;
+  const size_t a_panel_bytes = static_cast<size_t>(groups * mr * kern.group * kern.elem_size);
+  const size_t b_panel_bytes = static_cast<size_t>(groups * nr * kern.group * kern.elem_size);
+  const unsigned char* a_panels = PackedInt8Access::panels(a);
+  const unsigned char* b_panels = PackedInt8Access::panels(b);
+  const int32_t* a_term = PackedInt8Access::sum(a);
+  const int32_t* a_zero = PackedInt8Access::zero(a);
+  const int32_t* b_zero = PackedInt8Access::zero(b);
+  const int32_t* b_sum = PackedInt8Access::sum(b);
+  const double cost = 2.0 * static_cast<double>(block_rows * nr) * static_cast<double>(std::max<int64_t>(k, 1));
+  parallel_for(pool, m_blocks * n_panels, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t pj = task / m_blocks, block = task % m_blocks;
+      const int64_t j0 = pj * nr, cols = std::min(nr, n - j0);
+      const int64_t i0 = block * block_rows, i1 = std::min(m, i0 + block_rows);
+      const unsigned char* b_panel = b_panels + static_cast<size_t>(pj) * b_panel_bytes;
+      for (int64_t i = i0; i < i1; i += mr) {
+        const int64_t rows = std::min(mr, i1 - i);
+        kern.tile[rows - 1](groups, a_panels + static_cast<size_t>(i / mr) * a_panel_bytes, b_panel, a_term + i,
+                            a_zero + i, b_zero + j0, b_sum + j0, c + i * ldc + j0, ldc, cols);
+      }
+      if (done) done(i0, i1, j0, j0 + cols);
+    }
+  });
+}
+
+void qgemm_int8_reference(const Int8Matrix& a, const int32_t* a_zero, int64_t a_zero_count, const Int8Matrix& b,
+                          const int32_t* b_zero, int64_t b_zero_count, int32_t* c, int64_t ldc) {
+  for (int64_t i = 0; i < a.rows; ++i) {
+    const int64_t za = a_zero_count == 0 ? 0 : a_zero[a_zero_count > 1 ? i : 0];
+    for (int64_t j = 0; j < b.cols; ++j) {
+      const int64_t zb = b_zero_count == 0 ? 0 : b_zero[b_zero_count > 1 ? j : 0];
+      int64_t sum = 0;
+      for (int64_t p = 0; p < a.cols; ++p) sum += (element(a, i, p) - za) * (element(b, p, j) - zb);
+      c[i * ldc + j] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(sum)));
+    }
+  }
+}
+
+}  // namespace onyx::cpu
