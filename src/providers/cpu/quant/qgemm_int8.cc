@@ -65,17 +65,59 @@ inline int32_t element(const Int8Matrix& x, int64_t r, int64_t c) {
   return x.is_signed ? static_cast<const int8_t*>(x.data)[at] : static_cast<const uint8_t*>(x.data)[at];
 }
 
-// Writes `lines` (rows of A, columns of B) [l0, l1) of op(X) into one panel
-// whose lines are `width` apart in a group: value (line l, k) goes to
-// panel[((k / G) * width + l - l0) * G + k % G], plus `offset`. Each line is a
-// row of A or a column of B; `along_k(l, k)` reads it.
-template <typename Stored, typename Read>
-void fill_panel(Stored* panel, int64_t l0, int64_t l1, int64_t k_count, int64_t width, int64_t group, int32_t offset,
-                const Read& along_k) {
-  for (int64_t l = l0; l < l1; ++l) {
-    Stored* line = panel + (l - l0) * group;
-    for (int64_t k = 0; k < k_count; ++k)
-      line[(k / group) * width * group + k % group] = static_cast<Stored>(along_k(l, k) + offset);
+// Writes `lines` lines (rows of A, columns of B) of `k_count` values into
+// one panel whose lines are `width` apart in a group of G: value (line l, k)
+// goes to panel[((k / G) * width + l) * G + k % G], plus `offset`. Line l's
+// value k is src[l * line_step + k * k_step]; the loops run along whichever
+// of the two is contiguous.
+template <typename Stored, typename Source, int G>
+void fill_panel(Stored* panel, const Source* src, int64_t line_step, int64_t k_step, int64_t lines, int64_t k_count,
+                int64_t width, int32_t offset) {
+  if (k_step == 1 || line_step != 1) {
+    for (int64_t l = 0; l < lines; ++l) {
+      const Source* in = src + l * line_step;
+      Stored* out = panel + l * G;
+      int64_t k = 0;
+      for (; k + G <= k_count; k += G, out += width * G) {
+        for (int t = 0; t < G; ++t) out[t] = static_cast<Stored>(in[(k + t) * k_step] + offset);
+      }
+      for (int t = 0; k + t < k_count; ++t) out[t] = static_cast<Stored>(in[(k + t) * k_step] + offset);
+    }
+    return;
+  }
+  // Lines are consecutive in memory (B by rows): along the lines.
+  for (int64_t k = 0; k < k_count; ++k) {
+    const Source* in = src + k * k_step;
+    Stored* out = panel + (k / G) * width * G + k % G;
+    for (int64_t l = 0; l < lines; ++l) out[l * G] = static_cast<Stored>(in[l] + offset);
+  }
+}
+
+// Line `first` on of op(X)'s rows (A, lines = rows) or columns (B, lines = columns).
+template <typename Stored, int G>
+void fill_lines(Stored* panel, const Int8Matrix& x, bool lines_are_rows, int64_t first, int64_t lines, int64_t k_count,
+                int64_t width, int32_t offset) {
+  // In memory, element (r, c) is at r * row_step + c * col_step.
+  const int64_t row_step = x.transposed ? 1 : x.stride, col_step = x.transposed ? x.stride : 1;
+  const int64_t line_step = lines_are_rows ? row_step : col_step, k_step = lines_are_rows ? col_step : row_step;
+  if (x.is_signed) {
+    fill_panel<Stored, int8_t, G>(panel, static_cast<const int8_t*>(x.data) + first * line_step, line_step, k_step,
+                                  lines, k_count, width, offset);
+  } else {
+    fill_panel<Stored, uint8_t, G>(panel, static_cast<const uint8_t*>(x.data) + first * line_step, line_step, k_step,
+                                   lines, k_count, width, offset);
+  }
+}
+
+// The panel of kernel `kern` for lines [first, first + lines).
+void fill(const Int8Kernel& kern, unsigned char* panel, const Int8Matrix& x, bool lines_are_rows, int64_t first,
+          int64_t lines, int64_t k_count, int64_t width, int32_t offset) {
+  if (kern.elem_size == 1 && kern.group == 4) {
+    fill_lines<int8_t, 4>(reinterpret_cast<int8_t*>(panel), x, lines_are_rows, first, lines, k_count, width, offset);
+  } else if (kern.elem_size == 2 && kern.group == 2) {
+    fill_lines<int16_t, 2>(reinterpret_cast<int16_t*>(panel), x, lines_are_rows, first, lines, k_count, width, offset);
+  } else {
+    throw std::logic_error("qgemm_int8: a kernel with an unknown panel layout");
   }
 }
 
@@ -127,7 +169,6 @@ PackedInt8 pack_int8_a(const Int8Matrix& a, const int32_t* zero_points, int64_t 
   std::vector<int32_t>& term = PackedInt8Access::sum(p);
   zero.assign(static_cast<size_t>(panels * mr), 0);
   term.assign(static_cast<size_t>(panels * mr), 0);
-  auto read = [&](int64_t r, int64_t c) { return element(a, r, c); };
   for (int64_t i = 0; i < m; ++i) {
     const int32_t z = (zero_count > 1 ? zero_points[i] : zero_count == 1 ? zero_points[0] : 0) + offset;
     uint32_t sum = 0;
@@ -148,11 +189,8 @@ PackedInt8 pack_int8_a(const Int8Matrix& a, const int32_t* zero_points, int64_t 
   for (int64_t pi = 0; pi < panels; ++pi) {
     unsigned char* panel = PackedInt8Access::panels(p) + static_cast<size_t>(pi) * panel_bytes;
     const int64_t i0 = pi * mr, i1 = std::min(m, i0 + mr);
-    if (kern.elem_size == 1) {
-      fill_panel(panel, i0, i1, k, mr, g, offset, read);
-    } else {
-      fill_panel(reinterpret_cast<int16_t*>(panel), i0, i1, k, mr, g, offset, read);
-    }
+    // uint8 A' stored in the int8 panel's bytes (the same bits).
+    fill(kern, panel, a, true, i0, i1 - i0, k, mr, offset);
   }
   return p;
 }
@@ -172,8 +210,6 @@ PackedInt8 pack_int8_b(const Int8Matrix& b, const int32_t* zero_points, int64_t 
   sum.assign(static_cast<size_t>(panels * nr), 0);
   for (int64_t j = 0; j < n; ++j)
     zero[static_cast<size_t>(j)] = (zero_count > 1 ? zero_points[j] : zero_count == 1 ? zero_points[0] : 0) + offset;
-  // Column j of op(B) read along k.
-  auto read = [&](int64_t j, int64_t kk) { return element(b, kk, j); };
   parallel_for(pool, panels, 4.0 * static_cast<double>(k * nr), [&](int64_t begin, int64_t end) {
     for (int64_t pj = begin; pj < end; ++pj) {
       unsigned char* panel = PackedInt8Access::panels(p) + static_cast<size_t>(pj) * panel_bytes;
@@ -185,11 +221,7 @@ PackedInt8 pack_int8_b(const Int8Matrix& b, const int32_t* zero_points, int64_t 
         continue;
       }
 #endif
-      if (kern.elem_size == 1) {
-        fill_panel(reinterpret_cast<int8_t*>(panel), j0, j1, k, nr, g, offset, read);
-      } else {
-        fill_panel(reinterpret_cast<int16_t*>(panel), j0, j1, k, nr, g, offset, read);
-      }
+      fill(kern, panel, b, false, j0, j1 - j0, k, nr, offset);
       kern.column_sums(groups, panel, sum.data() + j0);
     }
   });
