@@ -1,7 +1,8 @@
 // qgemm_int8: see qgemm_int8.h. The driver packs operands into the chosen
 // microkernel's panels (qgemm_int8_kernels.h) and splits C into blocks of
-// up to 64 rows by one panel of columns; consecutive blocks share a B panel,
-// so a thread's share of the blocks reads each B panel from memory once.
+// up to 64 rows by one panel of columns, ordered by rows first: consecutive
+// blocks share A's rows (kept in L2) while B's panels stream past. A long K
+// goes in chunks, C accumulating in place.
 #include "providers/cpu/quant/qgemm_int8.h"
 
 #include <algorithm>
@@ -238,6 +239,10 @@ void qgemm_int8(const PackedInt8& a, const PackedInt8& b, int32_t* c, int64_t ld
   if (m == 0 || n == 0) return;
   const int64_t mr = kern.mr, nr = kern.nr, groups = PackedInt8Access::groups(a);
   const int64_t block_rows = std::max<int64_t>(1, 64 / mr) * mr;
+  // A long K in chunks of 512 values, so that a chunk of the B panel (16 KB)
+  // stays in L1 and the block's A panels in L2 while the tiles of the block
+  // reuse them; C takes the later chunks' sums in place.
+  const int64_t chunk = k > 1024 ? 512 / kern.group : std::max<int64_t>(groups, 1);
   const int64_t m_blocks = (m + block_rows - 1) / block_rows, n_panels = (n + nr - 1) / nr;
   const size_t a_panel_bytes = static_cast<size_t>(groups * mr * kern.group * kern.elem_size);
   const size_t b_panel_bytes = static_cast<size_t>(groups * nr * kern.group * kern.elem_size);
@@ -250,14 +255,19 @@ void qgemm_int8(const PackedInt8& a, const PackedInt8& b, int32_t* c, int64_t ld
   const double cost = 2.0 * static_cast<double>(block_rows * nr) * static_cast<double>(std::max<int64_t>(k, 1));
   parallel_for(pool, m_blocks * n_panels, cost, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t pj = task / m_blocks, block = task % m_blocks;
+      const int64_t block = task / n_panels, pj = task % n_panels;
       const int64_t j0 = pj * nr, cols = std::min(nr, n - j0);
       const int64_t i0 = block * block_rows, i1 = std::min(m, i0 + block_rows);
       const unsigned char* b_panel = b_panels + static_cast<size_t>(pj) * b_panel_bytes;
-      for (int64_t i = i0; i < i1; i += mr) {
-        const int64_t rows = std::min(mr, i1 - i);
-        kern.tile[rows - 1](groups, a_panels + static_cast<size_t>(i / mr) * a_panel_bytes, b_panel, a_term + i,
-                            a_zero + i, b_zero + j0, b_sum + j0, c + i * ldc + j0, ldc, cols);
+      for (int64_t g0 = 0; g0 < groups || g0 == 0; g0 += chunk) {
+        const int64_t count = std::min(chunk, groups - g0);
+        const size_t a_skip = static_cast<size_t>(g0 * mr * kern.group * kern.elem_size);
+        const size_t b_skip = static_cast<size_t>(g0 * nr * kern.group * kern.elem_size);
+        for (int64_t i = i0; i < i1; i += mr) {
+          const int64_t rows = std::min(mr, i1 - i);
+          kern.tile[rows - 1](count, a_panels + static_cast<size_t>(i / mr) * a_panel_bytes + a_skip, b_panel + b_skip,
+                              a_term + i, a_zero + i, b_zero + j0, b_sum + j0, c + i * ldc + j0, ldc, cols, g0 > 0);
+        }
       }
       if (done) done(i0, i1, j0, j0 + cols);
     }

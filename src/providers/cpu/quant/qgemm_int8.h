@@ -6,7 +6,7 @@
 // so ops keep the ONNX reference's results.
 //
 // Both operands are packed into the panels of one microkernel (AVX-512 VNNI
-// 8x32, AVX2 6x16 on int16, portable 4x16; qgemm_int8_kernels.h), chosen at
+// 8x32, AVX2 4x16 on int16, portable 4x16; qgemm_int8_kernels.h), chosen at
 // run time from cpuid or ONYX_INT8_ISA (int8_isa.h). A constant operand (the
 // weights) is packed once at kernel creation and shared by every run; zero
 // points enter through row sums of A and column sums of B, not per element.

@@ -24,7 +24,7 @@ constexpr int kG = 4;
 template <int M>
 ONYX_VNNI void tile(int64_t groups, const void* a_panel, const void* b_panel, const int32_t* a_term,
                     const int32_t* a_zero, const int32_t* b_zero, const int32_t* b_sum, int32_t* c, int64_t ldc,
-                    int64_t n) {
+                    int64_t n, bool accumulate) {
   const auto* a = static_cast<const uint8_t*>(a_panel);
   const auto* b = static_cast<const int8_t*>(b_panel);
   __m512i acc[M][2];
@@ -43,10 +43,19 @@ ONYX_VNNI void tile(int64_t groups, const void* a_panel, const void* b_panel, co
       acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], av, b1);
     }
   }
-  const __m512i bz0 = _mm512_loadu_si512(b_zero), bz1 = _mm512_loadu_si512(b_zero + 16);
-  const __m512i bs0 = _mm512_loadu_si512(b_sum), bs1 = _mm512_loadu_si512(b_sum + 16);
   const __mmask16 lo = static_cast<__mmask16>(n >= 16 ? 0xFFFF : (1u << n) - 1);
   const __mmask16 hi = static_cast<__mmask16>(n >= 32 ? 0xFFFF : n <= 16 ? 0 : (1u << (n - 16)) - 1);
+  if (accumulate) {
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) {
+      int32_t* row = c + i * ldc;
+      _mm512_mask_storeu_epi32(row, lo, _mm512_add_epi32(acc[i][0], _mm512_maskz_loadu_epi32(lo, row)));
+      _mm512_mask_storeu_epi32(row + 16, hi, _mm512_add_epi32(acc[i][1], _mm512_maskz_loadu_epi32(hi, row + 16)));
+    }
+    return;
+  }
+  const __m512i bz0 = _mm512_loadu_si512(b_zero), bz1 = _mm512_loadu_si512(b_zero + 16);
+  const __m512i bs0 = _mm512_loadu_si512(b_sum), bs1 = _mm512_loadu_si512(b_sum + 16);
 #pragma GCC unroll 8
   for (int i = 0; i < M; ++i) {
     const __m512i term = _mm512_set1_epi32(a_term[i]), zero = _mm512_set1_epi32(a_zero[i]);

@@ -19,7 +19,8 @@ namespace onyx::cpu::qgemm_detail {
 // Computes one MR x NR tile over `groups` k groups of packed panels:
 //   dot(i, j) = sum over the panels' k of a(i, k) * b(k, j)
 //   C(i, j)   = dot(i, j) - b_zero[j] * a_term[i] - a_zero[i] * b_sum[j]
-// for i < m (the template's row count) and j < n (1..NR). The per-row and
+// for i < m (the template's row count) and j < n (1..NR); with `accumulate`,
+// C(i, j) += dot(i, j) instead (the later blocks of a long K). The per-row and
 // per-column arrays are padded to MR and NR, panels with zeros to whole
 // groups, MR rows and NR columns, so only C's stores are clipped.
 //
@@ -30,7 +31,8 @@ namespace onyx::cpu::qgemm_detail {
 // and B' as int8; the 16-bit kernel (G = 2: AVX2's vpmaddwd) stores both as
 // int16, so that no product or pair sum can saturate (see the AVX2 file).
 using Int8Tile = void (*)(int64_t groups, const void* a, const void* b, const int32_t* a_term, const int32_t* a_zero,
-                          const int32_t* b_zero, const int32_t* b_sum, int32_t* c, int64_t ldc, int64_t n);
+                          const int32_t* b_zero, const int32_t* b_sum, int32_t* c, int64_t ldc, int64_t n,
+                          bool accumulate);
 
 // sums[j] = sum over k of B'(k, j) for one packed panel of NR columns.
 using ColumnSums = void (*)(int64_t groups, const void* b, int32_t* sums);

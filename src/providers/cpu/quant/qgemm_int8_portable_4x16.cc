@@ -15,7 +15,7 @@ constexpr int kG = 4;
 // them in uint32 (wrapping modulo 2^32 like the AVX kernels, never undefined).
 template <int M>
 void tile(int64_t groups, const void* a_panel, const void* b_panel, const int32_t* a_term, const int32_t* a_zero,
-          const int32_t* b_zero, const int32_t* b_sum, int32_t* c, int64_t ldc, int64_t n) {
+          const int32_t* b_zero, const int32_t* b_sum, int32_t* c, int64_t ldc, int64_t n, bool accumulate) {
   const auto* a = static_cast<const uint8_t*>(a_panel);
   const auto* b = static_cast<const int8_t*>(b_panel);
   uint32_t acc[M][kNR] = {};
@@ -32,6 +32,10 @@ void tile(int64_t groups, const void* a_panel, const void* b_panel, const int32_
   }
   for (int i = 0; i < M; ++i) {
     for (int64_t j = 0; j < n; ++j) {
+      if (accumulate) {
+        c[i * ldc + j] = static_cast<int32_t>(static_cast<uint32_t>(c[i * ldc + j]) + acc[i][j]);
+        continue;
+      }
       const uint32_t v = acc[i][j] - static_cast<uint32_t>(b_zero[j]) * static_cast<uint32_t>(a_term[i]) -
                          static_cast<uint32_t>(a_zero[i]) * static_cast<uint32_t>(b_sum[j]);
       c[i * ldc + j] = static_cast<int32_t>(v);
