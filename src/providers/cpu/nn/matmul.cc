@@ -1,6 +1,7 @@
 // MatMul and MatMulInteger: numpy matmul semantics (1-D operands promoted and
 // their unit dim dropped, batch dims broadcast), one GEMM per batch matrix,
 // or one for all of them when B is shared (then packed once if constant).
+// MatMulInteger runs on the exact int8 GEMM (quant/qgemm_int8.h).
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/gemm/sgemm.h"
 #include "providers/cpu/nn/nn_util.h"
+#include "providers/cpu/quant/qgemm_int8.h"
 
 namespace onyx::cpu {
 namespace {
@@ -175,7 +177,30 @@ ONYX_REGISTER_CPU_KERNEL("", "MatMul", 13, kLatestVersion, types::numeric(), Mat
 // is a scalar, or per row of A (M values) / per column of B (N values).
 class MatMulIntegerKernel final : public Kernel {
  public:
-  explicit MatMulIntegerKernel(const KernelInfo&) {}
+  explicit MatMulIntegerKernel(const KernelInfo& info) {
+    // A constant 2-D B whose zero point is absent or constant is packed for
+    // the GEMM once, here.
+    const Tensor* b = info.constant_input(1);
+    const bool zp_given = info.has_input(3);
+    const Tensor* zp = zp_given ? info.constant_input(3) : nullptr;
+    if (b == nullptr || !is_int8(b->dtype()) || b->rank() != 2 || (zp_given && zp == nullptr)) return;
+    const int64_t k = b->dim(0), n = b->dim(1);
+    if (zp != nullptr && (zp->dtype() != b->dtype() || (zp->size() != 1 && zp->size() != n))) return;
+    const std::vector<int32_t> zero = zero_points(zp);
+    packed_b_ = pack_int8_b(Int8Matrix{b->raw_data(), b->dtype() == DataType::kInt8, k, n, n, false}, zero.data(),
+                            static_cast<int64_t>(zero.size()));
+    packed_b_shape_ = b->shape();
+  }
+
+  static bool is_int8(DataType t) { return t == DataType::kInt8 || t == DataType::kUInt8; }
+
+  static std::vector<int32_t> zero_points(const Tensor* zp) {
+    std::vector<int32_t> out;
+    if (zp == nullptr) return out;
+    for (int64_t i = 0; i < zp->size(); ++i)
+      out.push_back(zp->dtype() == DataType::kInt8 ? zp->data<int8_t>()[i] : zp->data<uint8_t>()[i]);
+    return out;
+  }
 
   static Result<std::vector<int32_t>> widen(const std::string& label, const char* name, const Tensor& t,
                                             const Tensor* zero_point, int64_t per_axis_length, bool per_row,
@@ -214,6 +239,16 @@ class MatMulIntegerKernel final : public Kernel {
     const Tensor* b = ctx.input_tensor(1);
     if (a == nullptr || b == nullptr) return invalid_argument(ctx.label(), ": inputs A and B are required");
     ONYX_ASSIGN_OR_RETURN(MatMulPlan plan, plan_matmul(ctx.label(), a->shape(), b->shape()));
+    const Tensor* a_zp = ctx.input_tensor(2);
+    const Tensor* b_zp = ctx.input_tensor(3);
+    // The GEMM takes every valid input; anything else goes on to widen(), whose checks name the problem.
+    if (is_int8(a->dtype()) && is_int8(b->dtype()) &&
+        (a_zp == nullptr || (a_zp->dtype() == a->dtype() && (a_zp->size() == 1 || a_zp->size() == plan.M))) &&
+        (b_zp == nullptr || (b_zp->dtype() == b->dtype() && (b_zp->size() == 1 || b_zp->size() == plan.N)))) {
+      Tensor& y = ctx.allocate_output(0, DataType::kInt32, plan.output);
+      multiply(plan, *a, a_zp, *b, b_zp, y.data<int32_t>(), ctx.thread_pool());
+      return Status::ok();
+    }
     const int64_t a_rows = a->rank() == 1 ? 1 : plan.M;
     const int64_t b_cols = b->rank() == 1 ? 1 : plan.N;
     ONYX_ASSIGN_OR_RETURN(std::vector<int32_t> aw,
@@ -224,6 +259,46 @@ class MatMulIntegerKernel final : public Kernel {
     run_plan<int32_t>(plan, aw.data(), bw.data(), y.data<int32_t>(), ctx.thread_pool());
     return Status::ok();
   }
+
+ private:
+  // Every batch matrix product on the GEMM; a zero point of A per row repeats
+  // for each batch.
+  void multiply(const MatMulPlan& p, const Tensor& a, const Tensor* a_zp, const Tensor& b, const Tensor* b_zp,
+                int32_t* y, ThreadPool* pool) const {
+    const int64_t count = static_cast<int64_t>(p.a_offset.size());
+    if (count == 0 || p.M == 0 || p.N == 0) return;
+    const std::vector<int32_t> a_zero = zero_points(a_zp), b_zero = zero_points(b_zp);
+    const bool a_signed = a.dtype() == DataType::kInt8, b_signed = b.dtype() == DataType::kInt8;
+    const auto* a_data = static_cast<const uint8_t*>(a.raw_data());
+    const auto* b_data = static_cast<const uint8_t*>(b.raw_data());
+    const bool b_packed = !packed_b_.empty() && b.shape() == packed_b_shape_;
+    bool a_consecutive = p.b_shared;
+    for (int64_t i = 0; a_consecutive && i < count; ++i)
+      a_consecutive = p.a_offset[static_cast<size_t>(i)] == i * p.M * p.K;
+    const int64_t products = a_consecutive ? 1 : count, rows = a_consecutive ? count * p.M : p.M;
+    std::vector<int32_t> row_zero;
+    if (a_zero.size() > 1) {
+      for (int64_t r = 0; r < rows; ++r) row_zero.push_back(a_zero[static_cast<size_t>(r % p.M)]);
+    } else {
+      row_zero = a_zero;
+    }
+    PackedInt8 shared_b = b_packed ? packed_b_ : PackedInt8();
+    for (int64_t i = 0; i < products; ++i) {
+      const Int8Matrix am{a_data + p.a_offset[static_cast<size_t>(i)], a_signed, rows, p.K, p.K, false};
+      const PackedInt8 pa = pack_int8_a(am, row_zero.data(), static_cast<int64_t>(row_zero.size()),
+                                        shared_b.empty() ? Int8Isa::kAuto : shared_b.isa());
+      PackedInt8 pb = shared_b;
+      if (pb.empty()) {
+        const Int8Matrix bm{b_data + p.b_offset[static_cast<size_t>(i)], b_signed, p.K, p.N, p.N, false};
+        pb = pack_int8_b(bm, b_zero.data(), static_cast<int64_t>(b_zero.size()), pa.isa(), pool);
+        if (p.b_shared) shared_b = pb;
+      }
+      qgemm_int8(pa, pb, y + i * p.M * p.N, p.N, pool);
+    }
+  }
+
+  PackedInt8 packed_b_;  // a constant B, packed at creation
+  Shape packed_b_shape_;
 };
 
 ONYX_REGISTER_CPU_KERNEL("", "MatMulInteger", 10, kLatestVersion, (std::vector<DataType>{DataType::kInt8, DataType::kUInt8}),
