@@ -6,6 +6,8 @@
 // DynamicQuantizeMatMul takes a float A and quantizes it to uint8 first, as
 // onnxruntime's DynamicQuantizeLinear does (range widened to include 0,
 // scale = (max - min) / 255, zero point and values rounded half to even).
+// The integer product is the exact int8 GEMM's, with a constant B packed at
+// kernel creation.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "providers/cpu/contrib/float_io.h"
+#include "providers/cpu/quant/qgemm_int8.h"
 #include "providers/cpu/quant/quant_util.h"
 #include "providers/cpu/tensor/tensor_util.h"
 
@@ -22,13 +25,36 @@ namespace {
 using quant::int8_as_int32;
 using quant::is_int8_type;
 
+// B [K, N] packed once at kernel creation when it and its zero point (inputs
+// b_index and zp_index) are constant and valid; empty otherwise.
+struct ConstantB {
+  PackedInt8 packed;
+  Shape shape;
+
+  ConstantB(const KernelInfo& info, size_t b_index, size_t zp_index) {
+    const Tensor* b = info.constant_input(b_index);
+    const bool zp_given = info.has_input(zp_index);
+    const Tensor* zp = zp_given ? info.constant_input(zp_index) : nullptr;
+    if (b == nullptr || !is_int8_type(b->dtype()) || b->rank() != 2 || (zp_given && zp == nullptr)) return;
+    const int64_t k = b->dim(0), n = b->dim(1);
+    if (zp != nullptr && (zp->dtype() != b->dtype() || (zp->size() != 1 && zp->size() != n))) return;
+    const std::vector<int32_t> zero = zp != nullptr ? int8_as_int32(*zp) : std::vector<int32_t>();
+    packed = pack_int8_b(Int8Matrix{b->raw_data(), b->dtype() == DataType::kInt8, k, n, n, false}, zero.data(),
+                         static_cast<int64_t>(zero.size()));
+    shape = b->shape();
+  }
+};
+
 // The B side and the output: B [K, N] with its per-tensor or per-column scale
-// and zero point, an optional bias [N]. `av` is A (already minus its zero
-// point) as int32 [rows, K]; `a_scale` its scale.
-Status integer_matmul_to_float(KernelContext& ctx, const std::vector<int32_t>& av, const Shape& a_shape, float a_scale,
-                               const Tensor* b, const Tensor* b_scale, const Tensor* b_zp, const Tensor* bias,
-                               DataType out_type, const char* b_scale_name, const char* b_zp_name,
-                               const char* bias_name) {
+// and zero point, an optional bias [N]. `a` is A's values (uint8 or int8,
+// [rows, K] with the shape a_shape) and `a_zero` its zero point; `a_scale`
+// its scale.
+Status integer_matmul_to_float(KernelContext& ctx, const void* a, bool a_signed, int32_t a_zero, const Shape& a_shape,
+                               float a_scale, const Tensor* b, const Tensor* b_scale, const Tensor* b_zp,
+                               const Tensor* bias, DataType out_type, const ConstantB& constant_b) {
+  const char* b_scale_name = "b_scale";
+  const char* b_zp_name = "b_zero_point";
+  const char* bias_name = "bias";
   const std::string label = ctx.label();
   if (b == nullptr || !is_int8_type(b->dtype()) || b->rank() != 2) {
     return invalid_argument(label, ": input B is ", describe_or_missing(b), ", expected int8 or uint8 [K, N]");
@@ -50,13 +76,6 @@ Status integer_matmul_to_float(KernelContext& ctx, const std::vector<int32_t>& a
   if (bias != nullptr && (!is_float_type(bias->dtype()) || bias->size() != n)) {
     return invalid_argument(label, ": input ", bias_name, " is ", bias->describe(), ", expected a float [", n, "]");
   }
-  std::vector<int32_t> bv = int8_as_int32(*b);
-  if (b_zp != nullptr) {
-    const std::vector<int32_t> zp = int8_as_int32(*b_zp);
-    for (int64_t p = 0; p < k; ++p) {
-      for (int64_t j = 0; j < n; ++j) bv[static_cast<size_t>(p * n + j)] -= zp[zp.size() == 1 ? 0 : j];
-    }
-  }
   const std::vector<float> bs = read_floats(*b_scale);
   std::vector<float> multiplier(static_cast<size_t>(n));
   for (int64_t j = 0; j < n; ++j) multiplier[static_cast<size_t>(j)] = a_scale * bs[bs.size() == 1 ? 0 : j];
@@ -65,27 +84,43 @@ Status integer_matmul_to_float(KernelContext& ctx, const std::vector<int32_t>& a
   Shape out_shape = a_shape;
   out_shape.back() = n;
   const int64_t rows = shape_size(Shape(a_shape.begin(), a_shape.end() - 1));
-  std::vector<float> y(static_cast<size_t>(rows * n));
-  parallel_for(ctx.thread_pool(), rows, 2.0 * static_cast<double>(k * n), [&](int64_t begin, int64_t end) {
-    std::vector<int32_t> acc(static_cast<size_t>(n));
-    for (int64_t r = begin; r < end; ++r) {
-      std::fill(acc.begin(), acc.end(), 0);
-      quant::add_row_product(av.data() + r * k, bv.data(), k, n, acc.data());
-      float* out = y.data() + r * n;
-      for (int64_t j = 0; j < n; ++j) {
-        const size_t js = static_cast<size_t>(j);
-        out[j] = static_cast<float>(acc[js]) * multiplier[js] + (bias_v.empty() ? 0.0f : bias_v[js]);
+  Tensor& out = ctx.allocate_output(0, out_type, out_shape);
+  if (rows * n == 0) return Status::ok();
+  const bool b_packed = !constant_b.packed.empty() && b->shape() == constant_b.shape;
+  const PackedInt8 pa = pack_int8_a(Int8Matrix{a, a_signed, rows, k, k, false}, &a_zero, 1,
+                                    b_packed ? constant_b.packed.isa() : Int8Isa::kAuto);
+  PackedInt8 pb = constant_b.packed;
+  if (!b_packed) {
+    const std::vector<int32_t> zero = b_zp != nullptr ? int8_as_int32(*b_zp) : std::vector<int32_t>();
+    pb = pack_int8_b(Int8Matrix{b->raw_data(), b->dtype() == DataType::kInt8, k, n, n, false}, zero.data(),
+                     static_cast<int64_t>(zero.size()), pa.isa(), ctx.thread_pool());
+  }
+  std::vector<int32_t> acc(static_cast<size_t>(rows * n));
+  // A float output is written in the GEMM's block write-back; other float
+  // types through a float buffer.
+  std::vector<float> staging;
+  float* y = out.dtype() == DataType::kFloat ? out.data<float>() : (staging.resize(acc.size()), staging.data());
+  qgemm_int8(pa, pb, acc.data(), n, ctx.thread_pool(), [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int32_t* row = acc.data() + i * n;
+      float* o = y + i * n;
+      if (bias_v.empty()) {
+        for (int64_t j = j0; j < j1; ++j) o[j] = static_cast<float>(row[j]) * multiplier[static_cast<size_t>(j)] + 0.0f;
+      } else {
+        for (int64_t j = j0; j < j1; ++j) {
+          const size_t js = static_cast<size_t>(j);
+          o[j] = static_cast<float>(row[j]) * multiplier[js] + bias_v[js];
+        }
       }
     }
   });
-  Tensor& out = ctx.allocate_output(0, out_type, out_shape);
-  write_floats(out, y.data(), rows * n);
+  if (!staging.empty()) write_floats(out, staging.data(), rows * n);
   return Status::ok();
 }
 
 class MatMulIntegerToFloatKernel final : public Kernel {
  public:
-  explicit MatMulIntegerToFloatKernel(const KernelInfo&) {}
+  explicit MatMulIntegerToFloatKernel(const KernelInfo& info) : constant_b_(info, 1, 5) {}
 
   Status compute(KernelContext& ctx) const override {
     const std::string label = ctx.label();
@@ -106,19 +141,18 @@ class MatMulIntegerToFloatKernel final : public Kernel {
       return invalid_argument(label, ": input a_zero_point is ", a_zp->describe(), ", expected a ",
                               dtype_name(a->dtype()), " scalar");
     }
-    std::vector<int32_t> av = int8_as_int32(*a);
-    if (a_zp != nullptr) {
-      const int32_t zp = int8_as_int32(*a_zp)[0];
-      for (int32_t& v : av) v -= zp;
-    }
-    return integer_matmul_to_float(ctx, av, a->shape(), read_floats(*a_scale)[0], b, b_scale, b_zp, bias,
-                                   a_scale->dtype(), "b_scale", "b_zero_point", "bias");
+    const int32_t zp = a_zp != nullptr ? int8_as_int32(*a_zp)[0] : 0;
+    return integer_matmul_to_float(ctx, a->raw_data(), a->dtype() == DataType::kInt8, zp, a->shape(),
+                                   read_floats(*a_scale)[0], b, b_scale, b_zp, bias, a_scale->dtype(), constant_b_);
   }
+
+ private:
+  ConstantB constant_b_;
 };
 
 class DynamicQuantizeMatMulKernel final : public Kernel {
  public:
-  explicit DynamicQuantizeMatMulKernel(const KernelInfo&) {}
+  explicit DynamicQuantizeMatMulKernel(const KernelInfo& info) : constant_b_(info, 1, 3) {}
 
   Status compute(KernelContext& ctx) const override {
     const std::string label = ctx.label();
@@ -136,15 +170,18 @@ class DynamicQuantizeMatMulKernel final : public Kernel {
     const float scale = (hi - lo) / 255.0f;
     float zero = 0.0f;
     if (scale != 0.0f) zero = std::clamp(std::nearbyint(0.0f - lo / scale), 0.0f, 255.0f);
-    std::vector<int32_t> av(af.size());
+    std::vector<uint8_t> aq(af.size());
     for (size_t i = 0; i < af.size(); ++i) {
       const float q = scale != 0.0f ? std::nearbyint(af[i] / scale) + zero : zero;
-      av[i] = static_cast<int32_t>(std::clamp(q, 0.0f, 255.0f)) - static_cast<int32_t>(zero);
+      aq[i] = static_cast<uint8_t>(std::clamp(q, 0.0f, 255.0f));
     }
-    return integer_matmul_to_float(ctx, av, a->shape(), scale, ctx.input_tensor(1), ctx.input_tensor(2),
-                                   ctx.input_tensor(3), ctx.input_tensor(4), a->dtype(), "b_scale", "b_zero_point",
-                                   "bias");
+    return integer_matmul_to_float(ctx, aq.data(), false, static_cast<int32_t>(zero), a->shape(), scale,
+                                   ctx.input_tensor(1), ctx.input_tensor(2), ctx.input_tensor(3), ctx.input_tensor(4),
+                                   a->dtype(), constant_b_);
   }
+
+ private:
+  ConstantB constant_b_;
 };
 
 ONYX_REGISTER_CPU_KERNEL("com.microsoft", "MatMulIntegerToFloat", 1, kLatestVersion,

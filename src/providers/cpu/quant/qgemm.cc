@@ -7,13 +7,15 @@
 // column of B' ([N]); C an optional int32 bias (scale a_scale * b_scale, zero
 // point 0) that broadcasts to [M, N]. The output is float when y_scale is
 // absent, else quantized to y_zero_point's type. onnxruntime folds the scales
-// into one float multiplier per column, as here.
+// into one float multiplier per column, as here. The product is the exact
+// int8 GEMM's, with a constant B packed at kernel creation.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "providers/cpu/contrib/float_io.h"
 #include "providers/cpu/dispatch.h"
+#include "providers/cpu/quant/qgemm_int8.h"
 #include "providers/cpu/quant/quant_util.h"
 #include "providers/cpu/tensor/tensor_util.h"
 #include "providers/kernel.h"
@@ -31,7 +33,16 @@ class QGemmKernel final : public Kernel {
   explicit QGemmKernel(const KernelInfo& info)
       : alpha_(info.attr_float("alpha", 1.0f)),
         trans_a_(info.attr_int("transA", 0) != 0),
-        trans_b_(info.attr_int("transB", 0) != 0) {}
+        trans_b_(info.attr_int("transB", 0) != 0) {
+    const Tensor* b = info.constant_input(3);
+    const bool zp_given = info.has_input(5);
+    const Tensor* zp = zp_given ? info.constant_input(5) : nullptr;
+    if (b == nullptr || !is_int8_type(b->dtype()) || b->rank() != 2 || (zp_given && zp == nullptr)) return;
+    const int64_t n = trans_b_ ? b->dim(0) : b->dim(1);
+    if (zp != nullptr && (zp->dtype() != b->dtype() || zp->rank() > 1 || (zp->size() != 1 && zp->size() != n))) return;
+    packed_b_ = pack_b(*b, zp);
+    packed_b_shape_ = b->shape();
+  }
 
   Status compute(KernelContext& ctx) const override {
     const std::string label = ctx.label();
@@ -95,23 +106,6 @@ class QGemmKernel final : public Kernel {
     }
 
     const Shape out_shape{m, n};
-    // A as [M, K] and B as [K, N], minus their zero points, in int32.
-    const std::vector<int32_t> a_raw = int8_as_int32(*a);
-    const std::vector<int32_t> b_raw = int8_as_int32(*b);
-    const int32_t a_zero = a_zp != nullptr ? int8_as_int32(*a_zp)[0] : 0;
-    const std::vector<int32_t> b_zero = b_zp != nullptr ? int8_as_int32(*b_zp) : std::vector<int32_t>{0};
-    std::vector<int32_t> av(static_cast<size_t>(m * k)), bv(static_cast<size_t>(k * n));
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t p = 0; p < k; ++p) {
-        av[static_cast<size_t>(i * k + p)] = a_raw[static_cast<size_t>(trans_a_ ? p * m + i : i * k + p)] - a_zero;
-      }
-    }
-    for (int64_t p = 0; p < k; ++p) {
-      for (int64_t j = 0; j < n; ++j) {
-        bv[static_cast<size_t>(p * n + j)] = b_raw[static_cast<size_t>(trans_b_ ? j * k + p : p * n + j)] -
-                                             b_zero[b_zero.size() == 1 ? 0 : static_cast<size_t>(j)];
-      }
-    }
     std::vector<double> bias;
     if (c != nullptr) {
       ONYX_ASSIGN_OR_RETURN(bias, quant::expand_to(*c, out_shape, label, "C"));
@@ -133,16 +127,19 @@ class QGemmKernel final : public Kernel {
     const double y_zero = y_zp != nullptr ? static_cast<double>(int8_as_int32(*y_zp)[0]) : 0.0;
     double low = 0, high = 0;
     quant::integer_range(out_type, low, high);
-    parallel_for(ctx.thread_pool(), m, 2.0 * static_cast<double>(k * n), [&](int64_t begin, int64_t end) {
-      std::vector<int32_t> acc(static_cast<size_t>(n));
-      for (int64_t i = begin; i < end; ++i) {
-        for (int64_t j = 0; j < n; ++j) {
-          acc[static_cast<size_t>(j)] = bias.empty() ? 0 : static_cast<int32_t>(bias[static_cast<size_t>(i * n + j)]);
-        }
-        quant::add_row_product(av.data() + i * k, bv.data(), k, n, acc.data());
-        for (int64_t j = 0; j < n; ++j) {
+    const int32_t a_zero = a_zp != nullptr ? int8_as_int32(*a_zp)[0] : 0;
+    const bool b_packed = !packed_b_.empty() && b->shape() == packed_b_shape_;
+    const PackedInt8 pa =
+        pack_int8_a(Int8Matrix{a->raw_data(), a->dtype() == DataType::kInt8, m, k, a->dim(1), trans_a_}, &a_zero, 1,
+                    b_packed ? packed_b_.isa() : Int8Isa::kAuto);
+    const PackedInt8 pb = b_packed ? packed_b_ : pack_b(*b, b_zp, pa.isa(), ctx.thread_pool());
+    std::vector<int32_t> acc(static_cast<size_t>(m * n));
+    qgemm_int8(pa, pb, acc.data(), n, ctx.thread_pool(), [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        for (int64_t j = j0; j < j1; ++j) {
           const size_t js = static_cast<size_t>(j), o = static_cast<size_t>(i * n + j);
-          const float scaled = static_cast<float>(acc[js]) * multiplier[js];
+          const int32_t sum = bias.empty() ? acc[o] : acc[o] + static_cast<int32_t>(bias[o]);
+          const float scaled = static_cast<float>(sum) * multiplier[js];
           if (out_type == DataType::kFloat) {
             y.data<float>()[o] = scaled;
             continue;
@@ -160,6 +157,16 @@ class QGemmKernel final : public Kernel {
   }
 
  private:
+  // op(B) as the GEMM's right operand, with its zero point (scalar or per column).
+  PackedInt8 pack_b(const Tensor& b, const Tensor* zp, Int8Isa isa = Int8Isa::kAuto, ThreadPool* pool = nullptr) const {
+    const int64_t k = trans_b_ ? b.dim(1) : b.dim(0), n = trans_b_ ? b.dim(0) : b.dim(1);
+    const std::vector<int32_t> zero = zp != nullptr ? int8_as_int32(*zp) : std::vector<int32_t>();
+    return pack_int8_b(Int8Matrix{b.raw_data(), b.dtype() == DataType::kInt8, k, n, b.dim(1), trans_b_}, zero.data(),
+                       static_cast<int64_t>(zero.size()), isa, pool);
+  }
+
+  PackedInt8 packed_b_;  // a constant B, packed at creation
+  Shape packed_b_shape_;
   float alpha_;
   bool trans_a_;
   bool trans_b_;
