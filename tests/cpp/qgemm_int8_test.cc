@@ -3,16 +3,24 @@
 // scalar, per row of A and per column of B, extreme values (every element
 // 0, 255, -128 or 127) with K large enough that the sums need most of int32,
 // odd M, N and K around the tile sizes, transposed operands, and 1 and 2
-// threads (the block callback covering C exactly once).
+// threads (the block callback covering C exactly once). Then ConvInteger
+// and QLinearConv, which run on it through im2col, against direct loops over
+// groups, strides, pads and dilations (on the ISA ONYX_INT8_ISA picks: CI
+// runs this binary once per forced ISA).
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/thread_pool.h"
+#include "kernel_test_util.h"
 #include "providers/cpu/quant/qgemm_int8.h"
 
 namespace onyx {
@@ -191,6 +199,119 @@ TEST(QGemmInt8, IsaNamesAndAvailability) {
   // kAuto resolves to a path this CPU runs.
   const Int8Isa chosen = cpu::resolve_int8_isa(Int8Isa::kAuto);
   EXPECT_NE(std::find(isas.begin(), isas.end(), chosen), isas.end());
+}
+
+struct ConvCase {
+  int64_t batch, channels, height, width, filters, kh, kw, group;
+  int64_t stride, pad, dilation;
+  bool x_signed, w_signed, per_channel;
+};
+
+template <typename T>
+Tensor random_tensor(const Shape& shape, std::mt19937& rng) {
+  Tensor t(std::is_same_v<T, int8_t> ? DataType::kInt8 : DataType::kUInt8, shape);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int64_t i = 0; i < t.size(); ++i) {
+    const uint8_t v = static_cast<uint8_t>(byte(rng));
+    std::memcpy(t.data<T>() + i, &v, 1);
+  }
+  return t;
+}
+
+int32_t read8(const Tensor& t, int64_t i) {
+  return t.dtype() == DataType::kInt8 ? t.data<int8_t>()[i] : t.data<uint8_t>()[i];
+}
+
+// The convolution by its definition, in int64: [N, M, OH, OW].
+std::vector<int64_t> direct_conv(const ConvCase& c, const Tensor& x, int32_t xz, const Tensor& w, const Tensor& wz,
+                                 int64_t oh, int64_t ow) {
+  const int64_t cg = c.channels / c.group, mg = c.filters / c.group;
+  std::vector<int64_t> y(static_cast<size_t>(c.batch * c.filters * oh * ow));
+  for (int64_t n = 0; n < c.batch; ++n)
+    for (int64_t f = 0; f < c.filters; ++f)
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t q = 0; q < ow; ++q) {
+          int64_t acc = 0;
+          const int64_t g = f / mg, z = read8(wz, wz.size() == 1 ? 0 : f);
+          for (int64_t ch = 0; ch < cg; ++ch)
+            for (int64_t i = 0; i < c.kh; ++i)
+              for (int64_t j = 0; j < c.kw; ++j) {
+                const int64_t ih = r * c.stride - c.pad + i * c.dilation, iw = q * c.stride - c.pad + j * c.dilation;
+                if (ih < 0 || ih >= c.height || iw < 0 || iw >= c.width) continue;
+                const int64_t xv = read8(x, ((n * c.channels + g * cg + ch) * c.height + ih) * c.width + iw) - xz;
+                acc += xv * (read8(w, ((f * cg + ch) * c.kh + i) * c.kw + j) - z);
+              }
+          y[static_cast<size_t>(((n * c.filters + f) * oh + r) * ow + q)] = acc;
+        }
+  return y;
+}
+
+TEST(QGemmInt8, ConvIntegerAndQLinearConvMatchDirectLoops) {
+  using testing::attr_int;
+  using testing::attr_ints;
+  std::mt19937 rng(17);
+  const std::vector<ConvCase> cases = {
+      {1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1, false, true, true},       // 3x3, padded
+      {2, 8, 6, 5, 6, 1, 1, 2, 1, 0, 1, true, true, false},       // 1x1 grouped, no im2col
+      {1, 4, 9, 8, 4, 3, 3, 4, 2, 1, 1, false, false, true},      // depthwise, strided
+      {1, 6, 10, 11, 9, 3, 2, 3, 1, 2, 2, true, false, true},     // dilated, padded more than the kernel
+      {1, 64, 12, 12, 70, 3, 3, 1, 1, 1, 1, false, true, false},  // K = 576, N = 144: whole panels
+      {1, 33, 5, 5, 17, 1, 1, 1, 2, 0, 1, false, true, true},     // 1x1 stride 2 (im2col)
+  };
+  for (const ConvCase& c : cases) {
+    for (int threads : {1, 2}) {
+      const Tensor x = c.x_signed ? random_tensor<int8_t>({c.batch, c.channels, c.height, c.width}, rng)
+                                  : random_tensor<uint8_t>({c.batch, c.channels, c.height, c.width}, rng);
+      const Shape w_shape{c.filters, c.channels / c.group, c.kh, c.kw};
+      const Tensor w = c.w_signed ? random_tensor<int8_t>(w_shape, rng) : random_tensor<uint8_t>(w_shape, rng);
+      const Shape zp_shape = c.per_channel ? Shape{c.filters} : Shape{};
+      const Tensor wz = c.w_signed ? random_tensor<int8_t>(zp_shape, rng) : random_tensor<uint8_t>(zp_shape, rng);
+      const Tensor xz = c.x_signed ? random_tensor<int8_t>({}, rng) : random_tensor<uint8_t>({}, rng);
+      const std::vector<graph::Attribute> attrs = {
+          attr_ints("kernel_shape", {c.kh, c.kw}), attr_ints("strides", {c.stride, c.stride}),
+          attr_ints("pads", {c.pad, c.pad, c.pad, c.pad}), attr_ints("dilations", {c.dilation, c.dilation}),
+          attr_int("group", c.group)};
+      const int64_t oh = (c.height + 2 * c.pad - c.dilation * (c.kh - 1) - 1) / c.stride + 1;
+      const int64_t ow = (c.width + 2 * c.pad - c.dilation * (c.kw - 1) - 1) / c.stride + 1;
+      const std::vector<int64_t> want = direct_conv(c, x, read8(xz, 0), w, wz, oh, ow);
+      const std::string where = "case channels=" + std::to_string(c.channels) + " group=" + std::to_string(c.group) +
+                                " threads=" + std::to_string(threads);
+
+      auto run = testing::run_kernel("ConvInteger", 10, {x, w, xz, wz}, attrs, 1, "", threads);
+      ASSERT_TRUE(run.status.is_ok()) << where << ": " << run.status.message();
+      const Tensor& y = run.outputs[0].tensor();
+      ASSERT_EQ(y.shape(), (Shape{c.batch, c.filters, oh, ow})) << where;
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_EQ(y.data<int32_t>()[i], static_cast<int32_t>(want[i])) << where << " ConvInteger element " << i;
+
+      // QLinearConv: the same sums plus a bias, requantized per channel to uint8.
+      std::vector<float> w_scales;
+      std::vector<int32_t> bias;
+      for (int64_t f = 0; f < c.filters; ++f) {
+        w_scales.push_back(0.001f * static_cast<float>(1 + f % 7));
+        bias.push_back(static_cast<int32_t>(f * 37) - 500);
+      }
+      const float x_scale = 0.05f, y_scale = 0.25f;
+      const uint8_t y_zero = 100;
+      auto q =
+          testing::run_kernel("QLinearConv", 10,
+                              {x, Tensor::scalar<float>(x_scale), xz, w,
+                               Tensor::from_vector<float>(w_scales, {c.filters}), wz, Tensor::scalar<float>(y_scale),
+                               Tensor::scalar<uint8_t>(y_zero), Tensor::from_vector<int32_t>(bias, {c.filters})},
+                              attrs, 1, "", threads);
+      ASSERT_TRUE(q.status.is_ok()) << where << ": " << q.status.message();
+      const Tensor& yq = q.outputs[0].tensor();
+      const int64_t plane = oh * ow;
+      for (size_t i = 0; i < want.size(); ++i) {
+        const int64_t f = static_cast<int64_t>(i) / plane % c.filters;
+        const double multiplier = static_cast<double>(x_scale * w_scales[static_cast<size_t>(f)] / y_scale);
+        const double v =
+            std::nearbyint(static_cast<double>(want[i] + bias[static_cast<size_t>(f)]) * multiplier) + y_zero;
+        ASSERT_EQ(yq.data<uint8_t>()[i], static_cast<uint8_t>(std::clamp(v, 0.0, 255.0)))
+            << where << " QLinearConv element " << i;
+      }
+    }
+  }
 }
 
 }  // namespace

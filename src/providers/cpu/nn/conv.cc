@@ -4,8 +4,9 @@
 // 3x3 stride-1 by Winograd F(2x2, 3x3) (conv_winograd.cc), other 1-D/2-D
 // ones as a GEMM reading the padded input in place ("phase planes", no
 // im2col), and the rest im2col of a few hundred output columns at a time then
-// GEMM; bias, activation (FusedConv) in the GEMM's write-back. double and
-// ConvInteger (int32 after subtracting the zero points) use plain im2col+GEMM.
+// GEMM; bias, activation (FusedConv) in the GEMM's write-back. double uses
+// plain im2col+GEMM; ConvInteger the exact int8 GEMM (quant/qconv_int8.h,
+// W packed at kernel creation when constant).
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "providers/cpu/nn/fused_kernels.h"
 #include "providers/cpu/nn/im2col.h"
 #include "providers/cpu/nn/nn_util.h"
+#include "providers/cpu/quant/qconv_int8.h"
 
 namespace onyx::cpu {
 namespace {
@@ -569,29 +571,40 @@ class ConvIntegerKernel final : public Kernel {
       : attrs_(nn::WindowAttributes::from(info)), group_(info.attr_int("group", 1)) {
     attrs_.ceil_mode = false;
     if (group_ < 1) throw Error(invalid_model(info.label(), ": attribute group is ", group_, ", expected >= 1"));
+    // A constant W (with a constant zero point, if any) is packed for the GEMM once, here.
+    const Tensor* w = info.constant_input(1);
+    const bool zp_given = info.has_input(3);
+    const Tensor* zp = zp_given ? info.constant_input(3) : nullptr;
+    if (w == nullptr || !is_int8(w->dtype()) || w->rank() < 3 || w->dim(0) % group_ != 0 ||
+        (zp_given && zp == nullptr)) {
+      return;
+    }
+    if (zp != nullptr && (zp->dtype() != w->dtype() || (zp->size() != 1 && zp->size() != w->dim(0)))) return;
+    const std::vector<int32_t> zero = values(zp);
+    packed_w_ = quant::pack_conv_weights(*w, zero.data(), static_cast<int64_t>(zero.size()), group_);
   }
 
-  // Widens an 8-bit tensor to int32 minus its zero point (a scalar, or one per
-  // leading-dim slice: W's output channels).
-  static Result<std::vector<int32_t>> widen(const std::string& label, const char* name, const Tensor& t,
-                                            const Tensor* zero_point) {
-    if (t.dtype() != DataType::kInt8 && t.dtype() != DataType::kUInt8) {
+  static bool is_int8(DataType t) { return t == DataType::kInt8 || t == DataType::kUInt8; }
+
+  static std::vector<int32_t> values(const Tensor* t) {
+    std::vector<int32_t> out;
+    for (int64_t i = 0; t != nullptr && i < t->size(); ++i)
+      out.push_back(t->dtype() == DataType::kInt8 ? t->data<int8_t>()[i] : t->data<uint8_t>()[i]);
+    return out;
+  }
+
+  // An 8-bit tensor and its zero point (a scalar, or one per leading-dim
+  // slice: W's output channels).
+  static Status check(const std::string& label, const char* name, const Tensor& t, const Tensor* zero_point) {
+    if (!is_int8(t.dtype())) {
       return invalid_argument(label, ": input ", name, " is ", dtype_name(t.dtype()), ", expected int8 or uint8");
     }
-    const int64_t slices = t.dim(0), per = slices == 0 ? 0 : t.size() / slices;
+    const int64_t slices = t.dim(0);
     if (zero_point != nullptr && (zero_point->dtype() != t.dtype() || (zero_point->size() != 1 && zero_point->size() != slices))) {
       return invalid_argument(label, ": the zero point of ", name, " is ", zero_point->describe(), ", expected a ",
                               dtype_name(t.dtype()), " scalar or ", slices, " values");
     }
-    auto read = [](const Tensor& src, int64_t i) -> int32_t {
-      return src.dtype() == DataType::kInt8 ? src.data<int8_t>()[i] : src.data<uint8_t>()[i];
-    };
-    std::vector<int32_t> out(static_cast<size_t>(t.size()));
-    for (int64_t i = 0; i < t.size(); ++i) {
-      const int32_t zp = zero_point == nullptr ? 0 : read(*zero_point, zero_point->size() == 1 ? 0 : i / per);
-      out[static_cast<size_t>(i)] = read(t, i) - zp;
-    }
-    return out;
+    return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
@@ -604,18 +617,28 @@ class ConvIntegerKernel final : public Kernel {
     if (x_zero != nullptr && x_zero->size() != 1) {
       return invalid_argument(ctx.label(), ": input x_zero_point has ", x_zero->size(), " values, expected a scalar");
     }
-    ONYX_ASSIGN_OR_RETURN(std::vector<int32_t> xw, widen(ctx.label(), "x", *x, x_zero));
-    ONYX_ASSIGN_OR_RETURN(std::vector<int32_t> ww, widen(ctx.label(), "w", *w, ctx.input_tensor(3)));
+    const Tensor* w_zero = ctx.input_tensor(3);
+    ONYX_RETURN_IF_ERROR(check(ctx.label(), "x", *x, x_zero));
+    ONYX_RETURN_IF_ERROR(check(ctx.label(), "w", *w, w_zero));
     Tensor& y = ctx.allocate_output(0, DataType::kInt32, out_shape);
     if (y.size() == 0) return Status::ok();
-    convolve<int32_t>(xw.data(), ww.data(), nullptr, y.data<int32_t>(), x->dim(0), x->dim(1), w->dim(0), group_, win,
-                      ctx.thread_pool());
+    quant::PackedConvWeights fresh;
+    const quant::PackedConvWeights* weights = &packed_w_;
+    if (packed_w_.empty() || packed_w_.shape != w->shape()) {
+      const std::vector<int32_t> zero = values(w_zero);
+      fresh = quant::pack_conv_weights(*w, zero.data(), static_cast<int64_t>(zero.size()), group_);
+      weights = &fresh;
+    }
+    const std::vector<int32_t> x_zero_value = values(x_zero);
+    quant::conv_int8(*x, x_zero_value.empty() ? 0 : x_zero_value[0], *weights, group_, win, y.data<int32_t>(),
+                     ctx.thread_pool());
     return Status::ok();
   }
 
  private:
   nn::WindowAttributes attrs_;
   int64_t group_;
+  quant::PackedConvWeights packed_w_;  // a constant W, packed at creation
 };
 
 ONYX_REGISTER_CPU_KERNEL("", "ConvInteger", 10, kLatestVersion, (std::vector<DataType>{DataType::kInt8, DataType::kUInt8}),

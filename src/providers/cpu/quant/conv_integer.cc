@@ -1,13 +1,17 @@
 // QLinearConv: N-d grouped convolution of int8/uint8 data with zero points,
-// accumulated in int32 by a direct loop, plus an int32 bias, requantized with
-// x_scale * w_scale[m] / y_scale. (ConvInteger is nn/conv.cc's: it was
-// registered here too, and the registry now refuses such duplicates.)
+// accumulated in int32 on the int8 GEMM (qconv_int8.h; W packed at kernel
+// creation when constant), plus an int32 bias, requantized with
+// x_scale * w_scale[m] / y_scale in the GEMM's block write-back. (ConvInteger
+// is nn/conv.cc's: it was registered here too, and the registry now refuses
+// such duplicates.)
 #include <cstdint>
 #include <vector>
 
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/nn/nn_util.h"
+#include "providers/cpu/quant/qconv_int8.h"
 #include "providers/cpu/quant/quant_util.h"
+#include "providers/cpu/quant/requantize.h"
 #include "providers/kernel.h"
 
 namespace onyx::cpu {
@@ -23,11 +27,14 @@ struct IntegerConvResult {
   int64_t spatial = 0;  // output elements per (n, m)
 };
 
-// Shared body: validates, subtracts zero points and convolves.
+// Shared body: validates, then convolves on the GEMM (with `packed` W when
+// it matches w), calling `done` for each finished block of the int32 result.
 // `x_zp` must be a scalar; `w_zp` a scalar or one value per output channel.
-Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x, const Tensor* x_zp,
-                                       const Tensor& w, const Tensor* w_zp, const nn::WindowAttributes& attrs,
-                                       int64_t group, ThreadPool* pool) {
+Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x, const Tensor* x_zp, const Tensor& w,
+                                       const Tensor* w_zp, const nn::WindowAttributes& attrs, int64_t group,
+                                       ThreadPool* pool, const quant::PackedConvWeights& packed,
+                                       const std::function<Status(IntegerConvResult&)>& before,
+                                       const quant::ConvBlockDone& done) {
   if (!is_int8_type(x.dtype()) || !is_int8_type(w.dtype())) {
     return not_implemented(label, ": inputs x and w have element types ", dtype_name(x.dtype()), " and ",
                            dtype_name(w.dtype()), ", expected int8 or uint8");
@@ -46,100 +53,56 @@ Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x
     return invalid_argument(label, ": attribute kernel_shape ", shape_to_string(window.kernel),
                             " does not match the kernel of w ", shape_to_string(w.shape()));
   }
-  std::vector<int32_t> xv = int8_as_int32(x);
-  std::vector<int32_t> wv = int8_as_int32(w);
+  int32_t x_zero = 0;
   if (x_zp != nullptr) {
     if (x_zp->dtype() != x.dtype() || x_zp->size() != 1) {
       return invalid_argument(label, ": input x_zero_point is ", x_zp->describe(), ", expected a scalar of type ",
                               dtype_name(x.dtype()));
     }
-    const int32_t zp = int8_as_int32(*x_zp)[0];
-    for (int32_t& v : xv) v -= zp;
+    x_zero = int8_as_int32(*x_zp)[0];
   }
-  const int64_t per_filter = group_channels * window.kernel_size();
   if (w_zp != nullptr) {
     if (w_zp->dtype() != w.dtype() || (w_zp->size() != 1 && w_zp->size() != m_out)) {
       return invalid_argument(label, ": input w_zero_point is ", w_zp->describe(), ", expected a scalar or [", m_out,
                               "] of type ", dtype_name(w.dtype()));
     }
-    const std::vector<int32_t> zp = int8_as_int32(*w_zp);
-    for (int64_t f = 0; f < m_out; ++f) {
-      const int32_t z = zp[zp.size() == 1 ? 0 : static_cast<size_t>(f)];
-      for (int64_t e = 0; e < per_filter; ++e) wv[static_cast<size_t>(f * per_filter + e)] -= z;
-    }
   }
 
-  const size_t rank = window.rank();
   IntegerConvResult result;
   result.shape = {batch, m_out};
   result.shape.insert(result.shape.end(), window.output.begin(), window.output.end());
   result.channels_out = m_out;
   result.spatial = window.output_size();
+  if (before) ONYX_RETURN_IF_ERROR(before(result));
+  if (shape_size(result.shape) == 0) return result;
   result.values.assign(static_cast<size_t>(shape_size(result.shape)), 0);
-  if (result.values.empty()) return result;
-
-  // Kernel taps as multi-indices, and row-major strides of the input plane.
-  const int64_t taps = window.kernel_size();
-  std::vector<int64_t> tap_index(static_cast<size_t>(taps) * rank);
-  for (int64_t t = 0; t < taps; ++t) {
-    int64_t rest = t;
-    for (size_t d = rank; d-- > 0;) {
-      tap_index[static_cast<size_t>(t) * rank + d] = rest % window.kernel[d];
-      rest /= window.kernel[d];
-    }
+  quant::PackedConvWeights fresh;
+  const quant::PackedConvWeights* weights = &packed;
+  if (packed.empty() || packed.shape != w.shape()) {
+    const std::vector<int32_t> zero = w_zp != nullptr ? int8_as_int32(*w_zp) : std::vector<int32_t>();
+    fresh = quant::pack_conv_weights(w, zero.data(), static_cast<int64_t>(zero.size()), group);
+    weights = &fresh;
   }
-  std::vector<int64_t> in_stride(rank, 1);
-  for (size_t d = rank - 1; d-- > 0;) in_stride[d] = in_stride[d + 1] * window.input[d + 1];
-  const int64_t in_plane = window.input_size();
-  const int64_t filters_per_group = m_out / group;
-
-  parallel_for(pool, batch * m_out, static_cast<double>(result.spatial * per_filter),
-               [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> position(rank);
-    std::vector<int64_t> offsets(static_cast<size_t>(taps));
-    std::vector<char> valid(static_cast<size_t>(taps));
-    for (int64_t job = begin; job < end; ++job) {
-      const int64_t n = job / m_out, f = job % m_out, g = f / filters_per_group;
-      const int32_t* x_base = xv.data() + (n * channels + g * group_channels) * in_plane;
-      const int32_t* w_base = wv.data() + f * per_filter;
-      int32_t* out = result.values.data() + job * result.spatial;
-      for (int64_t p = 0; p < result.spatial; ++p) {
-        int64_t rest = p;
-        for (size_t d = rank; d-- > 0;) {
-          position[d] = rest % window.output[d];
-          rest /= window.output[d];
-        }
-        for (int64_t t = 0; t < taps; ++t) {
-          int64_t offset = 0;
-          bool inside = true;
-          for (size_t d = 0; d < rank; ++d) {
-            const int64_t coord = position[d] * window.strides[d] - window.pads[d] +
-                                  tap_index[static_cast<size_t>(t) * rank + d] * window.dilations[d];
-            inside = inside && coord >= 0 && coord < window.input[d];
-            offset += coord * in_stride[d];
-          }
-          valid[static_cast<size_t>(t)] = inside;
-          offsets[static_cast<size_t>(t)] = offset;
-        }
-        int32_t acc = 0;
-        for (int64_t c = 0; c < group_channels; ++c) {
-          const int32_t* xc = x_base + c * in_plane;
-          const int32_t* wc = w_base + c * taps;
-          for (int64_t t = 0; t < taps; ++t) {
-            if (valid[static_cast<size_t>(t)]) acc += xc[offsets[static_cast<size_t>(t)]] * wc[t];
-          }
-        }
-        out[p] = acc;
-      }
-    }
-  });
+  quant::conv_int8(x, x_zero, *weights, group, window, result.values.data(), pool, done);
   return result;
 }
 
 class QLinearConvKernel final : public Kernel {
  public:
   explicit QLinearConvKernel(const KernelInfo& info)
-      : attrs_(nn::WindowAttributes::from(info)), group_(info.attr_int("group", 1)) {}
+      : attrs_(nn::WindowAttributes::from(info)), group_(info.attr_int("group", 1)) {
+    // A constant W (with a constant zero point, if any) is packed for the GEMM once, here.
+    const Tensor* w = info.constant_input(3);
+    const bool zp_given = info.has_input(5);
+    const Tensor* zp = zp_given ? info.constant_input(5) : nullptr;
+    if (w == nullptr || !is_int8_type(w->dtype()) || w->rank() < 3 || group_ < 1 || w->dim(0) % group_ != 0 ||
+        (zp_given && zp == nullptr)) {
+      return;
+    }
+    if (zp != nullptr && (zp->dtype() != w->dtype() || (zp->size() != 1 && zp->size() != w->dim(0)))) return;
+    const std::vector<int32_t> zero = zp != nullptr ? int8_as_int32(*zp) : std::vector<int32_t>();
+    packed_w_ = quant::pack_conv_weights(*w, zero.data(), static_cast<int64_t>(zero.size()), group_);
+  }
 
   Status compute(KernelContext& ctx) const override {
     const Tensor* x = ctx.input_tensor(0);
@@ -152,66 +115,82 @@ class QLinearConvKernel final : public Kernel {
     if (x == nullptr || w == nullptr || x_scale == nullptr || w_scale == nullptr || y_scale == nullptr) {
       return invalid_argument(ctx.label(), ": inputs x, x_scale, w, w_scale and y_scale are required");
     }
-    ONYX_ASSIGN_OR_RETURN(IntegerConvResult r, integer_conv(ctx.label(), *x, ctx.input_tensor(2), *w,
-                                                            ctx.input_tensor(5), attrs_, group_, ctx.thread_pool()));
+    // The scales are checked once the output channel count is known (after
+    // integer_conv's checks, which come first), before the product starts.
     const DataType out_type = y_zp != nullptr ? y_zp->dtype() : x->dtype();
-    if (!is_int8_type(out_type)) {
-      return not_implemented(ctx.label(), ": input y_zero_point has element type ", dtype_name(out_type),
-                             ", expected int8 or uint8");
-    }
-    if (x_scale->size() != 1 || y_scale->size() != 1 || (y_zp != nullptr && y_zp->size() != 1)) {
-      return invalid_argument(ctx.label(), ": inputs x_scale, y_scale and y_zero_point must be scalars");
-    }
-    if (w_scale->size() != 1 && w_scale->size() != r.channels_out) {
-      return invalid_argument(ctx.label(), ": input w_scale has ", w_scale->size(), " values, expected 1 or ",
-                              r.channels_out, " (one per output channel)");
-    }
-    ONYX_ASSIGN_OR_RETURN(std::vector<double> xs, quant::to_doubles(*x_scale, ctx.label(), "x_scale"));
-    ONYX_ASSIGN_OR_RETURN(std::vector<double> ws, quant::to_doubles(*w_scale, ctx.label(), "w_scale"));
-    ONYX_ASSIGN_OR_RETURN(std::vector<double> ys, quant::to_doubles(*y_scale, ctx.label(), "y_scale"));
+    std::vector<double> multiplier;
+    std::vector<int32_t> bias_values;
     double zero_point = 0.0;
-    if (y_zp != nullptr) {
-      ONYX_ASSIGN_OR_RETURN(std::vector<double> z, quant::to_doubles(*y_zp, ctx.label(), "y_zero_point"));
-      zero_point = z[0];
-    }
-    std::vector<int32_t> bias_values(static_cast<size_t>(r.channels_out), 0);
-    if (bias != nullptr) {
-      if (bias->dtype() != DataType::kInt32 || bias->size() != r.channels_out) {
-        return invalid_argument(ctx.label(), ": input B is ", bias->describe(), ", expected int32[", r.channels_out, "]");
+    Tensor* y = nullptr;
+    const auto check_scales = [&](IntegerConvResult& r) -> Status {
+      if (!is_int8_type(out_type)) {
+        return not_implemented(ctx.label(), ": input y_zero_point has element type ", dtype_name(out_type),
+                               ", expected int8 or uint8");
       }
-      std::copy(bias->data<int32_t>(), bias->data<int32_t>() + r.channels_out, bias_values.begin());
-    }
-    // Per-channel multiplier in float32, as the spec's float scales compute it.
-    std::vector<double> multiplier(static_cast<size_t>(r.channels_out));
-    for (int64_t f = 0; f < r.channels_out; ++f) {
-      const float product = static_cast<float>(xs[0]) * static_cast<float>(ws[ws.size() == 1 ? 0 : static_cast<size_t>(f)]);
-      multiplier[static_cast<size_t>(f)] = static_cast<double>(product / static_cast<float>(ys[0]));
-    }
-    double low, high;
-    quant::integer_range(out_type, low, high);
-    Tensor& y = ctx.allocate_output(0, out_type, r.shape);
-    uint8_t* raw = static_cast<uint8_t*>(y.raw_data());
-    const bool signed_out = out_type == DataType::kInt8;
-    const int64_t planes = r.spatial == 0 ? 0 : static_cast<int64_t>(r.values.size()) / r.spatial;
-    for (int64_t plane = 0; plane < planes; ++plane) {
-      const size_t f = static_cast<size_t>(plane % r.channels_out);
-      for (int64_t p = 0; p < r.spatial; ++p) {
-        const size_t o = static_cast<size_t>(plane * r.spatial + p);
-        const double acc = static_cast<double>(r.values[o] + bias_values[f]);
-        const double q = quant::round_saturate(acc * multiplier[f], low - zero_point, high - zero_point) + zero_point;
-        if (signed_out) {
-          reinterpret_cast<int8_t*>(raw)[o] = static_cast<int8_t>(q);
-        } else {
-          raw[o] = static_cast<uint8_t>(q);
+      if (x_scale->size() != 1 || y_scale->size() != 1 || (y_zp != nullptr && y_zp->size() != 1)) {
+        return invalid_argument(ctx.label(), ": inputs x_scale, y_scale and y_zero_point must be scalars");
+      }
+      if (w_scale->size() != 1 && w_scale->size() != r.channels_out) {
+        return invalid_argument(ctx.label(), ": input w_scale has ", w_scale->size(), " values, expected 1 or ",
+                                r.channels_out, " (one per output channel)");
+      }
+      ONYX_ASSIGN_OR_RETURN(std::vector<double> xs, quant::to_doubles(*x_scale, ctx.label(), "x_scale"));
+      ONYX_ASSIGN_OR_RETURN(std::vector<double> ws, quant::to_doubles(*w_scale, ctx.label(), "w_scale"));
+      ONYX_ASSIGN_OR_RETURN(std::vector<double> ys, quant::to_doubles(*y_scale, ctx.label(), "y_scale"));
+      if (y_zp != nullptr) {
+        ONYX_ASSIGN_OR_RETURN(std::vector<double> z, quant::to_doubles(*y_zp, ctx.label(), "y_zero_point"));
+        zero_point = z[0];
+      }
+      bias_values.assign(static_cast<size_t>(r.channels_out), 0);
+      if (bias != nullptr) {
+        if (bias->dtype() != DataType::kInt32 || bias->size() != r.channels_out) {
+          return invalid_argument(ctx.label(), ": input B is ", bias->describe(), ", expected int32[", r.channels_out,
+                                  "]");
         }
+        std::copy(bias->data<int32_t>(), bias->data<int32_t>() + r.channels_out, bias_values.begin());
       }
-    }
+      // Per-channel multiplier in float32, as the spec's float scales compute it.
+      multiplier.resize(static_cast<size_t>(r.channels_out));
+      for (int64_t f = 0; f < r.channels_out; ++f) {
+        const float product =
+            static_cast<float>(xs[0]) * static_cast<float>(ws[ws.size() == 1 ? 0 : static_cast<size_t>(f)]);
+        multiplier[static_cast<size_t>(f)] = static_cast<double>(product / static_cast<float>(ys[0]));
+      }
+      y = &ctx.allocate_output(0, out_type, r.shape);
+      return Status::ok();
+    };
+    const bool signed_out = out_type == DataType::kInt8;
+    IntegerConvResult* result = nullptr;
+    ONYX_ASSIGN_OR_RETURN(
+        IntegerConvResult r,
+        integer_conv(
+            ctx.label(), *x, ctx.input_tensor(2), *w, ctx.input_tensor(5), attrs_, group_, ctx.thread_pool(), packed_w_,
+            [&](IntegerConvResult& partial) {
+              result = &partial;
+              return check_scales(partial);
+            },
+            [&](int64_t n, int64_t channel0, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+              const int64_t spatial = result->spatial;
+              for (int64_t i = i0; i < i1; ++i) {
+                const int64_t f = channel0 + i;
+                const size_t at = static_cast<size_t>((n * result->channels_out + f) * spatial + j0);
+                int32_t* acc = result->values.data() + at;
+                const int32_t b = bias_values[static_cast<size_t>(f)];
+                if (b != 0) {
+                  for (int64_t j = 0; j < j1 - j0; ++j) acc[j] += b;
+                }
+                quant::requantize(acc, &multiplier[static_cast<size_t>(f)], false, j1 - j0, zero_point, signed_out,
+                                  static_cast<uint8_t*>(y->raw_data()) + at);
+              }
+            }));
+    (void)r;
     return Status::ok();
   }
 
  private:
   nn::WindowAttributes attrs_;
   int64_t group_;
+  quant::PackedConvWeights packed_w_;  // a constant W, packed at creation
 };
 
 ONYX_REGISTER_CPU_KERNEL("", "QLinearConv", 10, kLatestVersion,
