@@ -5,6 +5,7 @@
 // is nn/conv.cc's: it was registered here too, and the registry now refuses
 // such duplicates.)
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "providers/cpu/dispatch.h"
@@ -22,7 +23,7 @@ using quant::is_int8_type;
 
 struct IntegerConvResult {
   Shape shape;
-  std::vector<int32_t> values;
+  std::unique_ptr<int32_t[]> values;  // the int32 sums, [shape]; not cleared: every one is written
   int64_t channels_out = 0;
   int64_t spatial = 0;  // output elements per (n, m)
 };
@@ -75,7 +76,7 @@ Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x
   result.spatial = window.output_size();
   if (before) ONYX_RETURN_IF_ERROR(before(result));
   if (shape_size(result.shape) == 0) return result;
-  result.values.assign(static_cast<size_t>(shape_size(result.shape)), 0);
+  result.values.reset(new int32_t[static_cast<size_t>(shape_size(result.shape))]);
   quant::PackedConvWeights fresh;
   const quant::PackedConvWeights* weights = &packed;
   if (packed.empty() || packed.shape != w.shape()) {
@@ -83,7 +84,7 @@ Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x
     fresh = quant::pack_conv_weights(w, zero.data(), static_cast<int64_t>(zero.size()), group);
     weights = &fresh;
   }
-  quant::conv_int8(x, x_zero, *weights, group, window, result.values.data(), pool, done);
+  quant::conv_int8(x, x_zero, *weights, group, window, result.values.get(), pool, done);
   return result;
 }
 
@@ -174,7 +175,7 @@ class QLinearConvKernel final : public Kernel {
               for (int64_t i = i0; i < i1; ++i) {
                 const int64_t f = channel0 + i;
                 const size_t at = static_cast<size_t>((n * result->channels_out + f) * spatial + j0);
-                int32_t* acc = result->values.data() + at;
+                int32_t* acc = result->values.get() + at;
                 const int32_t b = bias_values[static_cast<size_t>(f)];
                 if (b != 0) {
                   for (int64_t j = 0; j < j1 - j0; ++j) acc[j] += b;

@@ -1,7 +1,12 @@
 // See requantize.h.
 #include "providers/cpu/quant/requantize.h"
 
+#include <algorithm>
 #include <cmath>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 
 #include "providers/cpu/gemm/target_clones.h"
 #include "providers/cpu/quant/quant_util.h"
@@ -9,26 +14,73 @@
 namespace onyx::cpu::quant {
 namespace {
 
-// nearbyint, min and max on doubles vectorize (vroundpd, vminpd, vmaxpd); a
-// finite multiplier times an int32 is never NaN, so clamping agrees with
-// round_saturate there.
-ONYX_TARGET_CLONES void requantize_u8(const int32_t* acc, const double* multiplier, int64_t step, int64_t n,
-                                      double zero, uint8_t* y) {
-  const double low = 0.0 - zero, high = 255.0 - zero;
-  for (int64_t j = 0; j < n; ++j) {
-    double v = std::nearbyint(static_cast<double>(acc[j]) * multiplier[j * step]);
-    v = v < low ? low : (v > high ? high : v);
-    y[j] = static_cast<uint8_t>(static_cast<int32_t>(v + zero));
+// Clamping to the integer bounds first and then rounding gives the same
+// integer as rounding then clamping (the bounds are integers), and a clamped
+// value always converts: vcvtpd2dq rounds half to even in the default
+// rounding mode, as nearbyint does. A finite multiplier times an int32 is
+// never NaN, so this agrees with round_saturate.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ONYX_REQUANTIZE_X86 1
+
+// GCC 12 warns about the _mm512_undefined_* operands inside its own
+// conversion intrinsics once they are inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void requantize_avx512(const int32_t* acc,
+                                                                             const double* multiplier, bool per_column,
+                                                                             int64_t n, double low, double high,
+                                                                             int32_t zero, bool is_signed, void* y) {
+  const __m512d lo = _mm512_set1_pd(low), hi = _mm512_set1_pd(high);
+  const __m512i z = _mm512_set1_epi32(zero);
+  __m512d m0 = _mm512_set1_pd(multiplier[0]), m1 = m0;
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512i a = _mm512_loadu_si512(acc + j);
+    if (per_column) {
+      m0 = _mm512_loadu_pd(multiplier + j);
+      m1 = _mm512_loadu_pd(multiplier + j + 8);
+    }
+    __m512d v0 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(a)), m0);
+    __m512d v1 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(a, 1)), m1);
+    v0 = _mm512_min_pd(_mm512_max_pd(v0, lo), hi);
+    v1 = _mm512_min_pd(_mm512_max_pd(v1, lo), hi);
+    const __m512i q = _mm512_add_epi32(
+        _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtpd_epi32(v0)), _mm512_cvtpd_epi32(v1), 1), z);
+    // Every value is inside the output type's range: truncating to 8 bits is exact.
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(y) + j), _mm512_cvtepi32_epi8(q));
+  }
+  for (; j < n; ++j) {
+    double v = static_cast<double>(acc[j]) * multiplier[per_column ? j : 0];
+    v = std::nearbyint(v < low ? low : (v > high ? high : v));
+    const int32_t q = static_cast<int32_t>(v) + zero;
+    if (is_signed) {
+      static_cast<int8_t*>(y)[j] = static_cast<int8_t>(q);
+    } else {
+      static_cast<uint8_t*>(y)[j] = static_cast<uint8_t>(q);
+    }
   }
 }
 
-ONYX_TARGET_CLONES void requantize_s8(const int32_t* acc, const double* multiplier, int64_t step, int64_t n,
-                                      double zero, int8_t* y) {
-  const double low = -128.0 - zero, high = 127.0 - zero;
+#pragma GCC diagnostic pop
+
+bool has_avx512() {
+  static const bool supported = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+  }();
+  return supported;
+}
+#endif
+
+// The same in plain C++ (vectorized per ISA by the clones).
+ONYX_TARGET_CLONES void requantize_loop(const int32_t* acc, const double* multiplier, int64_t step, int64_t n,
+                                        double low, double high, int32_t zero, int32_t* out) {
   for (int64_t j = 0; j < n; ++j) {
-    double v = std::nearbyint(static_cast<double>(acc[j]) * multiplier[j * step]);
-    v = v < low ? low : (v > high ? high : v);
-    y[j] = static_cast<int8_t>(static_cast<int32_t>(v + zero));
+    double v = static_cast<double>(acc[j]) * multiplier[j * step];
+    v = std::nearbyint(v < low ? low : (v > high ? high : v));
+    out[j] = static_cast<int32_t>(v) + zero;
   }
 }
 
@@ -53,10 +105,25 @@ void requantize(const int32_t* acc, const double* multiplier, bool per_column, i
     }
     return;
   }
-  if (is_signed) {
-    requantize_s8(acc, multiplier, step, n, zero, static_cast<int8_t*>(y));
-  } else {
-    requantize_u8(acc, multiplier, step, n, zero, static_cast<uint8_t*>(y));
+  const double low = (is_signed ? -128.0 : 0.0) - zero, high = (is_signed ? 127.0 : 255.0) - zero;
+#if defined(ONYX_REQUANTIZE_X86)
+  if (has_avx512()) {
+    requantize_avx512(acc, multiplier, per_column, n, low, high, static_cast<int32_t>(zero), is_signed, y);
+    return;
+  }
+#endif
+  int32_t values[256];
+  for (int64_t j0 = 0; j0 < n; j0 += 256) {
+    const int64_t count = std::min<int64_t>(256, n - j0);
+    requantize_loop(acc + j0, multiplier + (per_column ? j0 : 0), step, count, low, high, static_cast<int32_t>(zero),
+                    values);
+    for (int64_t j = 0; j < count; ++j) {
+      if (is_signed) {
+        static_cast<int8_t*>(y)[j0 + j] = static_cast<int8_t>(values[j]);
+      } else {
+        static_cast<uint8_t*>(y)[j0 + j] = static_cast<uint8_t>(values[j]);
+      }
+    }
   }
 }
 
