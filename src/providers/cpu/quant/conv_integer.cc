@@ -172,17 +172,10 @@ class QLinearConvKernel final : public Kernel {
             },
             [&](int64_t n, int64_t channel0, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
               const int64_t spatial = result->spatial;
-              for (int64_t i = i0; i < i1; ++i) {
-                const int64_t f = channel0 + i;
-                const size_t at = static_cast<size_t>((n * result->channels_out + f) * spatial + j0);
-                int32_t* acc = result->values.get() + at;
-                const int32_t b = bias_values[static_cast<size_t>(f)];
-                if (b != 0) {
-                  for (int64_t j = 0; j < j1 - j0; ++j) acc[j] += b;
-                }
-                quant::requantize(acc, &multiplier[static_cast<size_t>(f)], false, j1 - j0, zero_point, signed_out,
-                                  static_cast<uint8_t*>(y->raw_data()) + at);
-              }
+              const size_t at = static_cast<size_t>((n * result->channels_out + channel0 + i0) * spatial + j0);
+              quant::requantize_block(result->values.get() + at, spatial, i1 - i0, j1 - j0,
+                                      bias_values.data() + channel0 + i0, multiplier.data() + channel0 + i0, false,
+                                      zero_point, signed_out, static_cast<uint8_t*>(y->raw_data()) + at, spatial);
             }));
     (void)r;
     return Status::ok();

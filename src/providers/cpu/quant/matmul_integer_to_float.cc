@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -95,14 +96,16 @@ Status integer_matmul_to_float(KernelContext& ctx, const void* a, bool a_signed,
     pb = pack_int8_b(Int8Matrix{b->raw_data(), b->dtype() == DataType::kInt8, k, n, n, false}, zero.data(),
                      static_cast<int64_t>(zero.size()), pa.isa(), ctx.thread_pool());
   }
-  std::vector<int32_t> acc(static_cast<size_t>(rows * n));
+  // Not cleared: the GEMM writes every sum.
+  const std::unique_ptr<int32_t[]> acc(new int32_t[static_cast<size_t>(rows * n)]);
   // A float output is written in the GEMM's block write-back; other float
   // types through a float buffer.
   std::vector<float> staging;
-  float* y = out.dtype() == DataType::kFloat ? out.data<float>() : (staging.resize(acc.size()), staging.data());
-  qgemm_int8(pa, pb, acc.data(), n, ctx.thread_pool(), [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  float* y = out.dtype() == DataType::kFloat ? out.data<float>()
+                                             : (staging.resize(static_cast<size_t>(rows * n)), staging.data());
+  qgemm_int8(pa, pb, acc.get(), n, ctx.thread_pool(), [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     for (int64_t i = i0; i < i1; ++i) {
-      const int32_t* row = acc.data() + i * n;
+      const int32_t* row = acc.get() + i * n;
       float* o = y + i * n;
       if (bias_v.empty()) {
         for (int64_t j = j0; j < j1; ++j) o[j] = static_cast<float>(row[j]) * multiplier[static_cast<size_t>(j)] + 0.0f;

@@ -102,14 +102,15 @@ void conv_int8(const Tensor& x, int32_t x_zero, const PackedConvWeights& w, int6
   const bool pointwise = is_pointwise(window);
   const bool is_signed = x.dtype() == DataType::kInt8;
   const auto* data = static_cast<const uint8_t*>(x.raw_data());
-  std::vector<uint8_t> col(pointwise ? 0 : static_cast<size_t>(kg * pixels));
+  // The columns of one group (im2col writes every byte: not cleared).
+  const std::unique_ptr<uint8_t[]> col(pointwise ? nullptr : new uint8_t[static_cast<size_t>(kg * pixels)]);
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t g = 0; g < group; ++g) {
       const uint8_t* xg = data + (n * channels + g * cg) * plane;
       const uint8_t* source = xg;
       if (!pointwise) {
-        im2col(xg, cg, window, static_cast<uint8_t>(x_zero), col.data(), pool);
-        source = col.data();
+        im2col(xg, cg, window, static_cast<uint8_t>(x_zero), col.get(), pool);
+        source = col.get();
       }
       const PackedInt8& wg = w.groups[static_cast<size_t>(g)];
       const PackedInt8 columns =

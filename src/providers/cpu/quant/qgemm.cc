@@ -10,6 +10,7 @@
 // into one float multiplier per column, as here. The product is the exact
 // int8 GEMM's, with a constant B packed at kernel creation.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -133,8 +134,8 @@ class QGemmKernel final : public Kernel {
         pack_int8_a(Int8Matrix{a->raw_data(), a->dtype() == DataType::kInt8, m, k, a->dim(1), trans_a_}, &a_zero, 1,
                     b_packed ? packed_b_.isa() : Int8Isa::kAuto);
     const PackedInt8 pb = b_packed ? packed_b_ : pack_b(*b, b_zp, pa.isa(), ctx.thread_pool());
-    std::vector<int32_t> acc(static_cast<size_t>(m * n));
-    qgemm_int8(pa, pb, acc.data(), n, ctx.thread_pool(), [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const std::unique_ptr<int32_t[]> acc(new int32_t[static_cast<size_t>(m * n)]);  // every sum is written
+    qgemm_int8(pa, pb, acc.get(), n, ctx.thread_pool(), [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
       for (int64_t i = i0; i < i1; ++i) {
         for (int64_t j = j0; j < j1; ++j) {
           const size_t js = static_cast<size_t>(j), o = static_cast<size_t>(i * n + j);

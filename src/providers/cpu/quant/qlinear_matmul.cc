@@ -6,6 +6,7 @@
 // the int8 GEMM, with a constant b packed once at kernel creation; other
 // broadcasts take the plain loop.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "providers/cpu/broadcast.h"
@@ -159,12 +160,11 @@ class QLinearMatMulKernel final : public Kernel {
     const bool b_shared = shape_size(b_batch) == 1;
     const bool signed_out = out_type == DataType::kInt8;
     uint8_t* raw = static_cast<uint8_t*>(y.raw_data());
-    std::vector<int32_t> acc;
     // Every batch of a against one b: a's batches (broadcast to the output's)
     // are consecutive rows of one product when a has all of them.
     const bool fold = b_shared && shape_size(a_batch) == batches;
     const int64_t products = fold ? 1 : batches, rows = fold ? batches * m : m;
-    acc.resize(static_cast<size_t>(rows * n));
+    const std::unique_ptr<int32_t[]> acc(new int32_t[static_cast<size_t>(rows * n)]);  // every sum is written
     for (int64_t bi = 0; bi < products; ++bi) {
       const int64_t a_index = fold ? 0 : broadcast_index(batch, a_batch, bi);
       const int64_t b_index = b_shared ? 0 : broadcast_index(batch, b_batch, bi);
@@ -175,11 +175,9 @@ class QLinearMatMulKernel final : public Kernel {
                                : pack_int8_b(matrix_view(*b, b_index * k * n, k, n), b_zero.data(),
                                              static_cast<int64_t>(b_zero.size()), pa.isa(), ctx.thread_pool());
       uint8_t* out = raw + bi * rows * n;
-      qgemm_int8(pa, pb, acc.data(), n, ctx.thread_pool(), [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-        for (int64_t i = i0; i < i1; ++i) {
-          quant::requantize(acc.data() + i * n + j0, multiplier.data() + j0, multiplier.size() > 1, j1 - j0, yz,
-                            signed_out, out + i * n + j0);
-        }
+      qgemm_int8(pa, pb, acc.get(), n, ctx.thread_pool(), [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+        quant::requantize_block(acc.get() + i0 * n + j0, n, i1 - i0, j1 - j0, nullptr, multiplier.data() + j0,
+                                multiplier.size() > 1, yz, signed_out, out + i0 * n + j0, n);
       });
     }
     return true;

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #endif
 
 #include "providers/cpu/gemm/target_clones.h"
+#include "providers/cpu/quant/int8_isa.h"
 #include "providers/cpu/quant/quant_util.h"
 
 namespace onyx::cpu::quant {
@@ -28,15 +30,16 @@ namespace {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void requantize_avx512(const int32_t* acc,
-                                                                             const double* multiplier, bool per_column,
-                                                                             int64_t n, double low, double high,
-                                                                             int32_t zero, bool is_signed, void* y) {
+                                                                            const double* multiplier, bool per_column,
+                                                                            int64_t n, double low, double high,
+                                                                            int32_t zero, bool is_signed, void* y,
+                                                                            int32_t bias) {
   const __m512d lo = _mm512_set1_pd(low), hi = _mm512_set1_pd(high);
-  const __m512i z = _mm512_set1_epi32(zero);
+  const __m512i z = _mm512_set1_epi32(zero), add = _mm512_set1_epi32(bias);
   __m512d m0 = _mm512_set1_pd(multiplier[0]), m1 = m0;
   int64_t j = 0;
   for (; j + 16 <= n; j += 16) {
-    const __m512i a = _mm512_loadu_si512(acc + j);
+    const __m512i a = _mm512_add_epi32(_mm512_loadu_si512(acc + j), add);
     if (per_column) {
       m0 = _mm512_loadu_pd(multiplier + j);
       m1 = _mm512_loadu_pd(multiplier + j + 8);
@@ -51,7 +54,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void requantize_avx512(cons
     _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(y) + j), _mm512_cvtepi32_epi8(q));
   }
   for (; j < n; ++j) {
-    double v = static_cast<double>(acc[j]) * multiplier[per_column ? j : 0];
+    const auto sum = static_cast<int32_t>(static_cast<uint32_t>(acc[j]) + static_cast<uint32_t>(bias));
+    double v = static_cast<double>(sum) * multiplier[per_column ? j : 0];
     v = std::nearbyint(v < low ? low : (v > high ? high : v));
     const int32_t q = static_cast<int32_t>(v) + zero;
     if (is_signed) {
@@ -64,13 +68,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void requantize_avx512(cons
 
 #pragma GCC diagnostic pop
 
+// The AVX-512 loop runs on the int8 GEMM's AVX-512 VNNI path (so that
+// ONYX_INT8_ISA=avx2 or portable tests the plain loop too).
 bool has_avx512() {
-  static const bool supported = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
-  }();
-  return supported;
+  static const bool chosen = resolve_int8_isa(Int8Isa::kAuto) == Int8Isa::kAvx512Vnni;
+  return chosen;
 }
 #endif
 
@@ -108,7 +110,7 @@ void requantize(const int32_t* acc, const double* multiplier, bool per_column, i
   const double low = (is_signed ? -128.0 : 0.0) - zero, high = (is_signed ? 127.0 : 255.0) - zero;
 #if defined(ONYX_REQUANTIZE_X86)
   if (has_avx512()) {
-    requantize_avx512(acc, multiplier, per_column, n, low, high, static_cast<int32_t>(zero), is_signed, y);
+    requantize_avx512(acc, multiplier, per_column, n, low, high, static_cast<int32_t>(zero), is_signed, y, 0);
     return;
   }
 #endif
@@ -124,6 +126,36 @@ void requantize(const int32_t* acc, const double* multiplier, bool per_column, i
         static_cast<uint8_t*>(y)[j0 + j] = static_cast<uint8_t>(values[j]);
       }
     }
+  }
+}
+
+void requantize_block(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t n, const int32_t* row_bias,
+                      const double* multiplier, bool per_column, double zero, bool is_signed, void* y,
+                      int64_t y_stride) {
+  bool finite = true;
+  for (int64_t j = 0; j < (per_column ? n : rows) && finite; ++j) finite = std::isfinite(multiplier[j]);
+  auto* out = static_cast<uint8_t*>(y);
+#if defined(ONYX_REQUANTIZE_X86)
+  if (finite && has_avx512()) {
+    const double low = (is_signed ? -128.0 : 0.0) - zero, high = (is_signed ? 127.0 : 255.0) - zero;
+    for (int64_t i = 0; i < rows; ++i) {
+      requantize_avx512(acc + i * acc_stride, per_column ? multiplier : multiplier + i, per_column, n, low, high,
+                        static_cast<int32_t>(zero), is_signed, out + i * y_stride, row_bias ? row_bias[i] : 0);
+    }
+    return;
+  }
+#endif
+  std::vector<int32_t> row;
+  for (int64_t i = 0; i < rows; ++i) {
+    const int32_t* sums = acc + i * acc_stride;
+    if (row_bias != nullptr && row_bias[i] != 0) {
+      row.resize(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j)
+        row[static_cast<size_t>(j)] =
+            static_cast<int32_t>(static_cast<uint32_t>(sums[j]) + static_cast<uint32_t>(row_bias[i]));
+      sums = row.data();
+    }
+    requantize(sums, per_column ? multiplier : multiplier + i, per_column, n, zero, is_signed, out + i * y_stride);
   }
 }
 
