@@ -93,10 +93,23 @@ void check(const Case& c, Int8Isa isa, ThreadPool* pool, std::mt19937& rng) {
   const cpu::PackedInt8 pb = cpu::pack_int8_b(bm, zb.data(), b_zero_count, isa, pool);
   ASSERT_EQ(pa.isa(), isa);
   std::vector<std::atomic<int>> visits(want.size());
-  cpu::qgemm_int8(pa, pb, got.data(), c.n, pool, [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    for (int64_t i = i0; i < i1; ++i)
-      for (int64_t j = j0; j < j1; ++j) visits[static_cast<size_t>(i * c.n + j)]++;
-  });
+  std::atomic<int> misplaced{0};
+  cpu::qgemm_int8(pa, pb, got.data(), c.n, pool,
+                  [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1, const int32_t* block, int64_t ld) {
+                    if (block != got.data() + i0 * c.n + j0 || ld != c.n) misplaced++;
+                    for (int64_t i = i0; i < i1; ++i)
+                      for (int64_t j = j0; j < j1; ++j) visits[static_cast<size_t>(i * c.n + j)]++;
+                  });
+  EXPECT_EQ(misplaced, 0) << "blocks handed to the callback are not C's";
+  // Without C: the blocks come from per-thread buffers, each exactly once.
+  std::vector<int32_t> from_blocks(want.size(), -1);
+  cpu::qgemm_int8(pa, pb, nullptr, c.n, pool,
+                  [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1, const int32_t* block, int64_t ld) {
+                    for (int64_t i = i0; i < i1; ++i)
+                      for (int64_t j = j0; j < j1; ++j)
+                        from_blocks[static_cast<size_t>(i * c.n + j)] = block[(i - i0) * ld + j - j0];
+                  });
+  EXPECT_EQ(from_blocks, want) << "C handed over block by block differs";
   const std::string where = std::string(cpu::int8_isa_name(isa)) + " (" + pa.kernel_name() +
                             ") m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
                             " a_signed=" + std::to_string(c.a_signed) + " b_signed=" + std::to_string(c.b_signed) +

@@ -23,7 +23,6 @@ using quant::is_int8_type;
 
 struct IntegerConvResult {
   Shape shape;
-  std::unique_ptr<int32_t[]> values;  // the int32 sums, [shape]; not cleared: every one is written
   int64_t channels_out = 0;
   int64_t spatial = 0;  // output elements per (n, m)
 };
@@ -76,7 +75,7 @@ Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x
   result.spatial = window.output_size();
   if (before) ONYX_RETURN_IF_ERROR(before(result));
   if (shape_size(result.shape) == 0) return result;
-  result.values.reset(new int32_t[static_cast<size_t>(shape_size(result.shape))]);
+  // The sums go block by block from the GEMM to `done`, never to memory whole.
   quant::PackedConvWeights fresh;
   const quant::PackedConvWeights* weights = &packed;
   if (packed.empty() || packed.shape != w.shape()) {
@@ -84,7 +83,7 @@ Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x
     fresh = quant::pack_conv_weights(w, zero.data(), static_cast<int64_t>(zero.size()), group);
     weights = &fresh;
   }
-  quant::conv_int8(x, x_zero, *weights, group, window, result.values.get(), pool, done);
+  quant::conv_int8(x, x_zero, *weights, group, window, nullptr, pool, done);
   return result;
 }
 
@@ -170,12 +169,13 @@ class QLinearConvKernel final : public Kernel {
               result = &partial;
               return check_scales(partial);
             },
-            [&](int64_t n, int64_t channel0, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+            [&](int64_t n, int64_t channel0, int64_t i0, int64_t i1, int64_t j0, int64_t j1, const int32_t* block,
+                int64_t ld) {
               const int64_t spatial = result->spatial;
               const size_t at = static_cast<size_t>((n * result->channels_out + channel0 + i0) * spatial + j0);
-              quant::requantize_block(result->values.get() + at, spatial, i1 - i0, j1 - j0,
-                                      bias_values.data() + channel0 + i0, multiplier.data() + channel0 + i0, false,
-                                      zero_point, signed_out, static_cast<uint8_t*>(y->raw_data()) + at, spatial);
+              quant::requantize_block(block, ld, i1 - i0, j1 - j0, bias_values.data() + channel0 + i0,
+                                      multiplier.data() + channel0 + i0, false, zero_point, signed_out,
+                                      static_cast<uint8_t*>(y->raw_data()) + at, spatial);
             }));
     (void)r;
     return Status::ok();

@@ -96,27 +96,27 @@ Status integer_matmul_to_float(KernelContext& ctx, const void* a, bool a_signed,
     pb = pack_int8_b(Int8Matrix{b->raw_data(), b->dtype() == DataType::kInt8, k, n, n, false}, zero.data(),
                      static_cast<int64_t>(zero.size()), pa.isa(), ctx.thread_pool());
   }
-  // Not cleared: the GEMM writes every sum.
-  const std::unique_ptr<int32_t[]> acc(new int32_t[static_cast<size_t>(rows * n)]);
   // A float output is written in the GEMM's block write-back; other float
   // types through a float buffer.
   std::vector<float> staging;
   float* y = out.dtype() == DataType::kFloat ? out.data<float>()
                                              : (staging.resize(static_cast<size_t>(rows * n)), staging.data());
-  qgemm_int8(pa, pb, acc.get(), n, ctx.thread_pool(), [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const int32_t* row = acc.get() + i * n;
-      float* o = y + i * n;
-      if (bias_v.empty()) {
-        for (int64_t j = j0; j < j1; ++j) o[j] = static_cast<float>(row[j]) * multiplier[static_cast<size_t>(j)] + 0.0f;
-      } else {
-        for (int64_t j = j0; j < j1; ++j) {
-          const size_t js = static_cast<size_t>(j);
-          o[j] = static_cast<float>(row[j]) * multiplier[js] + bias_v[js];
-        }
-      }
-    }
-  });
+  qgemm_int8(pa, pb, nullptr, n, ctx.thread_pool(),
+             [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1, const int32_t* block, int64_t ld) {
+               for (int64_t i = i0; i < i1; ++i) {
+                 const int32_t* row = block + (i - i0) * ld - j0;
+                 float* o = y + i * n;
+                 if (bias_v.empty()) {
+                   for (int64_t j = j0; j < j1; ++j)
+                     o[j] = static_cast<float>(row[j]) * multiplier[static_cast<size_t>(j)] + 0.0f;
+                 } else {
+                   for (int64_t j = j0; j < j1; ++j) {
+                     const size_t js = static_cast<size_t>(j);
+                     o[j] = static_cast<float>(row[j]) * multiplier[js] + bias_v[js];
+                   }
+                 }
+               }
+             });
   if (!staging.empty()) write_floats(out, staging.data(), rows * n);
   return Status::ok();
 }

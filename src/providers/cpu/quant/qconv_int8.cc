@@ -115,10 +115,12 @@ void conv_int8(const Tensor& x, int32_t x_zero, const PackedConvWeights& w, int6
       const PackedInt8& wg = w.groups[static_cast<size_t>(g)];
       const PackedInt8 columns =
           pack_int8_b(Int8Matrix{source, is_signed, kg, pixels, pixels, false}, &x_zero, 1, wg.isa(), pool);
-      int32_t* out = y + (n * m + g * mg) * pixels;
+      int32_t* out = y != nullptr ? y + (n * m + g * mg) * pixels : nullptr;
       if (done) {
         qgemm_int8(wg, columns, out, pixels, pool,
-                   [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) { done(n, g * mg, i0, i1, j0, j1); });
+                   [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1, const int32_t* block, int64_t ld) {
+                     done(n, g * mg, i0, i1, j0, j1, block, ld);
+                   });
       } else {
         qgemm_int8(wg, columns, out, pixels, pool);
       }

@@ -134,26 +134,27 @@ class QGemmKernel final : public Kernel {
         pack_int8_a(Int8Matrix{a->raw_data(), a->dtype() == DataType::kInt8, m, k, a->dim(1), trans_a_}, &a_zero, 1,
                     b_packed ? packed_b_.isa() : Int8Isa::kAuto);
     const PackedInt8 pb = b_packed ? packed_b_ : pack_b(*b, b_zp, pa.isa(), ctx.thread_pool());
-    const std::unique_ptr<int32_t[]> acc(new int32_t[static_cast<size_t>(m * n)]);  // every sum is written
-    qgemm_int8(pa, pb, acc.get(), n, ctx.thread_pool(), [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-      for (int64_t i = i0; i < i1; ++i) {
-        for (int64_t j = j0; j < j1; ++j) {
-          const size_t js = static_cast<size_t>(j), o = static_cast<size_t>(i * n + j);
-          const int32_t sum = bias.empty() ? acc[o] : acc[o] + static_cast<int32_t>(bias[o]);
-          const float scaled = static_cast<float>(sum) * multiplier[js];
-          if (out_type == DataType::kFloat) {
-            y.data<float>()[o] = scaled;
-            continue;
-          }
-          const double q = quant::round_saturate(static_cast<double>(scaled) + y_zero, low, high);
-          if (out_type == DataType::kInt8) {
-            y.data<int8_t>()[o] = static_cast<int8_t>(q);
-          } else {
-            y.data<uint8_t>()[o] = static_cast<uint8_t>(q);
-          }
-        }
-      }
-    });
+    qgemm_int8(pa, pb, nullptr, n, ctx.thread_pool(),
+               [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1, const int32_t* block, int64_t ld) {
+                 for (int64_t i = i0; i < i1; ++i) {
+                   for (int64_t j = j0; j < j1; ++j) {
+                     const size_t js = static_cast<size_t>(j), o = static_cast<size_t>(i * n + j);
+                     const int32_t acc = block[(i - i0) * ld + j - j0];
+                     const int32_t sum = bias.empty() ? acc : acc + static_cast<int32_t>(bias[o]);
+                     const float scaled = static_cast<float>(sum) * multiplier[js];
+                     if (out_type == DataType::kFloat) {
+                       y.data<float>()[o] = scaled;
+                       continue;
+                     }
+                     const double q = quant::round_saturate(static_cast<double>(scaled) + y_zero, low, high);
+                     if (out_type == DataType::kInt8) {
+                       y.data<int8_t>()[o] = static_cast<int8_t>(q);
+                     } else {
+                       y.data<uint8_t>()[o] = static_cast<uint8_t>(q);
+                     }
+                   }
+                 }
+               });
     return Status::ok();
   }
 

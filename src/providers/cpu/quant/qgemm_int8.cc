@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "providers/cpu/quant/qgemm_int8_kernels.h"
 
@@ -258,11 +259,15 @@ void qgemm_int8(const PackedInt8& a, const PackedInt8& b, int32_t* c, int64_t ld
   const int32_t* b_sum = PackedInt8Access::sum(b);
   const double cost = 2.0 * static_cast<double>(block_rows * nr) * static_cast<double>(std::max<int64_t>(k, 1));
   parallel_for(pool, m_blocks * n_panels, cost, [&](int64_t begin, int64_t end) {
+    // Without C, each block goes to this buffer (in L1) and straight to `done`.
+    std::vector<int32_t> scratch(c == nullptr ? static_cast<size_t>(block_rows * nr) : 0);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t block = task / n_panels, pj = task % n_panels;
       const int64_t j0 = pj * nr, cols = std::min(nr, n - j0);
       const int64_t i0 = block * block_rows, i1 = std::min(m, i0 + block_rows);
       const unsigned char* b_panel = b_panels + static_cast<size_t>(pj) * b_panel_bytes;
+      int32_t* block_c = c != nullptr ? c + i0 * ldc + j0 : scratch.data();
+      const int64_t block_ld = c != nullptr ? ldc : nr;
       for (int64_t g0 = 0; g0 < groups || g0 == 0; g0 += chunk) {
         const int64_t count = std::min(chunk, groups - g0);
         const size_t a_skip = static_cast<size_t>(g0 * mr * kern.group * kern.elem_size);
@@ -270,10 +275,11 @@ void qgemm_int8(const PackedInt8& a, const PackedInt8& b, int32_t* c, int64_t ld
         for (int64_t i = i0; i < i1; i += mr) {
           const int64_t rows = std::min(mr, i1 - i);
           kern.tile[rows - 1](count, a_panels + static_cast<size_t>(i / mr) * a_panel_bytes + a_skip, b_panel + b_skip,
-                              a_term + i, a_zero + i, b_zero + j0, b_sum + j0, c + i * ldc + j0, ldc, cols, g0 > 0);
+                              a_term + i, a_zero + i, b_zero + j0, b_sum + j0, block_c + (i - i0) * block_ld, block_ld,
+                              cols, g0 > 0);
         }
       }
-      if (done) done(i0, i1, j0, j0 + cols);
+      if (done) done(i0, i1, j0, j0 + cols, block_c, block_ld);
     }
   });
 }

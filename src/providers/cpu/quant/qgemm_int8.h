@@ -76,11 +76,15 @@ PackedInt8 pack_int8_b(const Int8Matrix& b, const int32_t* zero_points, int64_t 
 
 // Called from the worker that finished C's block rows [i0, i1) x columns
 // [j0, j1), while it is still in cache: the caller's requantization.
-using Int8BlockDone = std::function<void(int64_t i0, int64_t i1, int64_t j0, int64_t j1)>;
+// `block` points at C(i0, j0), rows `ld` elements apart.
+using Int8BlockDone =
+    std::function<void(int64_t i0, int64_t i1, int64_t j0, int64_t j1, const int32_t* block, int64_t ld)>;
 
 // C[M, N] (row stride ldc) = the exact product of packed A [M, K] and packed
 // B [K, N]. A and B must be packed for the same ISA (an error otherwise is a
-// bug in the caller: it throws std::logic_error).
+// bug in the caller: it throws std::logic_error). With c null, C exists only
+// block by block in a per-thread buffer that `done` reads (a requantizing
+// caller then never writes the int32 matrix to memory).
 void qgemm_int8(const PackedInt8& a, const PackedInt8& b, int32_t* c, int64_t ldc, ThreadPool* pool,
                 const Int8BlockDone& done = {});
 

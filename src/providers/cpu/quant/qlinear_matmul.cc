@@ -164,7 +164,6 @@ class QLinearMatMulKernel final : public Kernel {
     // are consecutive rows of one product when a has all of them.
     const bool fold = b_shared && shape_size(a_batch) == batches;
     const int64_t products = fold ? 1 : batches, rows = fold ? batches * m : m;
-    const std::unique_ptr<int32_t[]> acc(new int32_t[static_cast<size_t>(rows * n)]);  // every sum is written
     for (int64_t bi = 0; bi < products; ++bi) {
       const int64_t a_index = fold ? 0 : broadcast_index(batch, a_batch, bi);
       const int64_t b_index = b_shared ? 0 : broadcast_index(batch, b_batch, bi);
@@ -175,10 +174,11 @@ class QLinearMatMulKernel final : public Kernel {
                                : pack_int8_b(matrix_view(*b, b_index * k * n, k, n), b_zero.data(),
                                              static_cast<int64_t>(b_zero.size()), pa.isa(), ctx.thread_pool());
       uint8_t* out = raw + bi * rows * n;
-      qgemm_int8(pa, pb, acc.get(), n, ctx.thread_pool(), [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-        quant::requantize_block(acc.get() + i0 * n + j0, n, i1 - i0, j1 - j0, nullptr, multiplier.data() + j0,
-                                multiplier.size() > 1, yz, signed_out, out + i0 * n + j0, n);
-      });
+      qgemm_int8(pa, pb, nullptr, n, ctx.thread_pool(),
+                 [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1, const int32_t* block, int64_t ld) {
+                   quant::requantize_block(block, ld, i1 - i0, j1 - j0, nullptr, multiplier.data() + j0,
+                                           multiplier.size() > 1, yz, signed_out, out + i0 * n + j0, n);
+                 });
     }
     return true;
   }
