@@ -110,6 +110,16 @@ void check(const Case& c, Int8Isa isa, ThreadPool* pool, std::mt19937& rng) {
                         from_blocks[static_cast<size_t>(i * c.n + j)] = block[(i - i0) * ld + j - j0];
                   });
   EXPECT_EQ(from_blocks, want) << "C handed over block by block differs";
+  if (!c.b_trans) {
+    // B made a few rows at a time by a row source packs to the same product.
+    const cpu::PackedInt8 rows = cpu::pack_int8_b_rows(
+        c.k, c.n, c.b_signed, zb.data(), b_zero_count, isa, pool, [&](int64_t k0, int64_t count, uint8_t* out) {
+          std::memcpy(out, b.data() + k0 * c.n, static_cast<size_t>(count * c.n));
+        });
+    std::vector<int32_t> from_rows(want.size(), -1);
+    cpu::qgemm_int8(pa, rows, from_rows.data(), c.n, pool);
+    EXPECT_EQ(from_rows, want) << cpu::int8_isa_name(isa) << ": B packed from a row source differs";
+  }
   const std::string where = std::string(cpu::int8_isa_name(isa)) + " (" + pa.kernel_name() +
                             ") m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
                             " a_signed=" + std::to_string(c.a_signed) + " b_signed=" + std::to_string(c.b_signed) +

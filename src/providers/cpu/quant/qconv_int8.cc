@@ -7,66 +7,72 @@
 namespace onyx::cpu::quant {
 namespace {
 
-// col[(c * taps + t) * pixels + p] = x[c] at tap t of output pixel p, or
-// `pad` outside the image: the columns of one group of one image.
-void im2col(const uint8_t* x, int64_t channels, const nn::Window& win, uint8_t pad, uint8_t* col, ThreadPool* pool) {
+// Row `row` = c * taps + t of one group's columns (im2col): x[c] at tap t
+// of every output pixel, or `pad` outside the image.
+void im2col_row(const uint8_t* x, const nn::Window& win, uint8_t pad, int64_t row, uint8_t* out) {
   const size_t rank = win.rank();
   const int64_t taps = win.kernel_size(), pixels = win.output_size(), plane = win.input_size();
-  parallel_for(pool, channels * taps, static_cast<double>(pixels), [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> tap(rank), position(rank);
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t c = row / taps;
-      int64_t rest = row % taps;
-      for (size_t d = rank; d-- > 0;) {
-        tap[d] = rest % win.kernel[d];
-        rest /= win.kernel[d];
-      }
-      const uint8_t* xc = x + c * plane;
-      uint8_t* out = col + row * pixels;
-      if (rank == 2) {
-        // Rows of the output: a stretch of valid input columns, padding either side.
-        const int64_t oh = win.output[0], ow = win.output[1], ih = win.input[0], iw = win.input[1];
-        const int64_t sh = win.strides[0], sw = win.strides[1];
-        const int64_t off_h = tap[0] * win.dilations[0] - win.pads[0];
-        const int64_t off_w = tap[1] * win.dilations[1] - win.pads[1];
-        // Output columns whose input column off_w + q * sw is inside [0, iw).
-        int64_t q0 = off_w >= 0 ? 0 : (-off_w + sw - 1) / sw;
-        int64_t q1 = off_w >= iw ? 0 : (iw - off_w + sw - 1) / sw;
-        q0 = std::min(q0, ow);
-        q1 = std::clamp(q1, q0, ow);
-        for (int64_t r = 0; r < oh; ++r) {
-          uint8_t* o = out + r * ow;
-          const int64_t in_r = r * sh + off_h;
-          if (in_r < 0 || in_r >= ih) {
-            std::memset(o, pad, static_cast<size_t>(ow));
-            continue;
-          }
-          std::memset(o, pad, static_cast<size_t>(q0));
-          const uint8_t* src = xc + in_r * iw + off_w;
-          if (sw == 1) {
-            std::memcpy(o + q0, src + q0, static_cast<size_t>(q1 - q0));
-          } else {
-            for (int64_t q = q0; q < q1; ++q) o[q] = src[q * sw];
-          }
-          std::memset(o + q1, pad, static_cast<size_t>(ow - q1));
-        }
+  const int64_t c = row / taps;
+  int64_t rest = row % taps;
+  int64_t tap[8];
+  int64_t position[8];
+  std::vector<int64_t> tap_big, position_big;
+  int64_t* tap_index = tap;
+  int64_t* pos = position;
+  if (rank > 8) {
+    tap_big.resize(rank);
+    position_big.resize(rank);
+    tap_index = tap_big.data();
+    pos = position_big.data();
+  }
+  for (size_t d = rank; d-- > 0;) {
+    tap_index[d] = rest % win.kernel[d];
+    rest /= win.kernel[d];
+  }
+  const uint8_t* xc = x + c * plane;
+  if (rank == 2) {
+    // Rows of the output: a stretch of valid input columns, padding either side.
+    const int64_t oh = win.output[0], ow = win.output[1], ih = win.input[0], iw = win.input[1];
+    const int64_t sh = win.strides[0], sw = win.strides[1];
+    const int64_t off_h = tap_index[0] * win.dilations[0] - win.pads[0];
+    const int64_t off_w = tap_index[1] * win.dilations[1] - win.pads[1];
+    // Output columns whose input column off_w + q * sw is inside [0, iw).
+    int64_t q0 = off_w >= 0 ? 0 : (-off_w + sw - 1) / sw;
+    int64_t q1 = off_w >= iw ? 0 : (iw - off_w + sw - 1) / sw;
+    q0 = std::min(q0, ow);
+    q1 = std::clamp(q1, q0, ow);
+    for (int64_t r = 0; r < oh; ++r) {
+      uint8_t* o = out + r * ow;
+      const int64_t in_r = r * sh + off_h;
+      if (in_r < 0 || in_r >= ih) {
+        std::memset(o, pad, static_cast<size_t>(ow));
         continue;
       }
-      for (int64_t p = 0; p < pixels; ++p) {
-        int64_t left = p, offset = 0, stride = 1;
-        bool inside = true;
-        for (size_t d = rank; d-- > 0;) {
-          position[d] = left % win.output[d];
-          left /= win.output[d];
-          const int64_t coord = position[d] * win.strides[d] - win.pads[d] + tap[d] * win.dilations[d];
-          inside = inside && coord >= 0 && coord < win.input[d];
-          offset += coord * stride;
-          stride *= win.input[d];
-        }
-        out[p] = inside ? xc[offset] : pad;
+      // The padding is a pixel or two wide: plain stores, not a memset call.
+      for (int64_t q = 0; q < q0; ++q) o[q] = pad;
+      const uint8_t* src = xc + in_r * iw + off_w;
+      if (sw == 1) {
+        std::memcpy(o + q0, src + q0, static_cast<size_t>(q1 - q0));
+      } else {
+        for (int64_t q = q0; q < q1; ++q) o[q] = src[q * sw];
       }
+      for (int64_t q = q1; q < ow; ++q) o[q] = pad;
     }
-  });
+    return;
+  }
+  for (int64_t p = 0; p < pixels; ++p) {
+    int64_t left = p, offset = 0, stride = 1;
+    bool inside = true;
+    for (size_t d = rank; d-- > 0;) {
+      pos[d] = left % win.output[d];
+      left /= win.output[d];
+      const int64_t coord = pos[d] * win.strides[d] - win.pads[d] + tap_index[d] * win.dilations[d];
+      inside = inside && coord >= 0 && coord < win.input[d];
+      offset += coord * stride;
+      stride *= win.input[d];
+    }
+    out[p] = inside ? xc[offset] : pad;
+  }
 }
 
 bool is_pointwise(const nn::Window& win) {
@@ -102,19 +108,21 @@ void conv_int8(const Tensor& x, int32_t x_zero, const PackedConvWeights& w, int6
   const bool pointwise = is_pointwise(window);
   const bool is_signed = x.dtype() == DataType::kInt8;
   const auto* data = static_cast<const uint8_t*>(x.raw_data());
-  // The columns of one group (im2col writes every byte: not cleared).
-  const std::unique_ptr<uint8_t[]> col(pointwise ? nullptr : new uint8_t[static_cast<size_t>(kg * pixels)]);
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t g = 0; g < group; ++g) {
       const uint8_t* xg = data + (n * channels + g * cg) * plane;
-      const uint8_t* source = xg;
-      if (!pointwise) {
-        im2col(xg, cg, window, static_cast<uint8_t>(x_zero), col.get(), pool);
-        source = col.get();
-      }
       const PackedInt8& wg = w.groups[static_cast<size_t>(g)];
+      // The columns (im2col, padded with x's zero point) are made a group of
+      // rows at a time as they are packed, never whole; a pointwise kernel's
+      // columns are X itself.
       const PackedInt8 columns =
-          pack_int8_b(Int8Matrix{source, is_signed, kg, pixels, pixels, false}, &x_zero, 1, wg.isa(), pool);
+          pointwise
+              ? pack_int8_b(Int8Matrix{xg, is_signed, kg, pixels, pixels, false}, &x_zero, 1, wg.isa(), pool)
+              : pack_int8_b_rows(kg, pixels, is_signed, &x_zero, 1, wg.isa(), pool,
+                                 [&](int64_t k0, int64_t count, uint8_t* rows) {
+                                   for (int64_t t = 0; t < count; ++t)
+                                     im2col_row(xg, window, static_cast<uint8_t>(x_zero), k0 + t, rows + t * pixels);
+                                 });
       int32_t* out = y != nullptr ? y + (n * m + g * mg) * pixels : nullptr;
       if (done) {
         qgemm_int8(wg, columns, out, pixels, pool,

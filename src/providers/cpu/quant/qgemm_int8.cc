@@ -129,30 +129,38 @@ void fill(const Int8Kernel& kern, unsigned char* panel, const Int8Matrix& x, boo
 // B not transposed, 8-bit, groups of 4, a whole panel of `nr` columns (a
 // multiple of 16) inside N: four rows of B interleaved per group with SSE2
 // (the per-run packing of a convolution's columns).
+// One group of four rows (null: a row of zeros past K), `nr` columns (a
+// multiple of 16), into out[j * 4 + t]; uint8 rows become B - 128 (flip).
+void interleave_group4(const uint8_t* const rows[4], bool flip_sign, int64_t nr, int8_t* group_out) {
+  const __m128i flip = _mm_set1_epi8(flip_sign ? static_cast<char>(0x80) : 0);
+  const __m128i zero = _mm_setzero_si128();
+  for (int64_t j = 0; j < nr; j += 16) {
+    __m128i r[4];
+    for (int t = 0; t < 4; ++t) {
+      r[t] = rows[t] != nullptr ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[t] + j)), flip)
+                                : zero;
+    }
+    const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), hi01 = _mm_unpackhi_epi8(r[0], r[1]);
+    const __m128i lo23 = _mm_unpacklo_epi8(r[2], r[3]), hi23 = _mm_unpackhi_epi8(r[2], r[3]);
+    auto* out = reinterpret_cast<__m128i*>(group_out + j * 4);
+    _mm_storeu_si128(out + 0, _mm_unpacklo_epi16(lo01, lo23));
+    _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(lo01, lo23));
+    _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(hi01, hi23));
+    _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(hi01, hi23));
+  }
+}
+
+// B not transposed, 8-bit, groups of 4, a whole panel of `nr` columns (a
+// multiple of 16) inside N: four rows of B interleaved per group with SSE2.
 void interleave_rows4(const Int8Matrix& b, int64_t j0, int64_t nr, int64_t groups, int8_t* panel) {
   const auto* src = static_cast<const uint8_t*>(b.data);
-  const __m128i flip = _mm_set1_epi8(b.is_signed ? 0 : static_cast<char>(0x80));
-  const __m128i zero = _mm_setzero_si128();
   for (int64_t g = 0; g < groups; ++g) {
     const uint8_t* rows[4];
     for (int t = 0; t < 4; ++t) {
       const int64_t k = g * 4 + t;
       rows[t] = k < b.rows ? src + k * b.stride + j0 : nullptr;
     }
-    for (int64_t j = 0; j < nr; j += 16) {
-      __m128i r[4];
-      for (int t = 0; t < 4; ++t) {
-        r[t] = rows[t] != nullptr ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[t] + j)), flip)
-                                  : zero;
-      }
-      const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), hi01 = _mm_unpackhi_epi8(r[0], r[1]);
-      const __m128i lo23 = _mm_unpacklo_epi8(r[2], r[3]), hi23 = _mm_unpackhi_epi8(r[2], r[3]);
-      auto* out = reinterpret_cast<__m128i*>(panel + (g * nr + j) * 4);
-      _mm_storeu_si128(out + 0, _mm_unpacklo_epi16(lo01, lo23));
-      _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(lo01, lo23));
-      _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(hi01, hi23));
-      _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(hi01, hi23));
-    }
+    interleave_group4(rows, !b.is_signed, nr, panel + g * nr * 4);
   }
 }
 #endif
@@ -230,6 +238,54 @@ PackedInt8 pack_int8_b(const Int8Matrix& b, const int32_t* zero_points, int64_t 
       fill(kern, panel, b, false, j0, j1 - j0, k, nr, offset);
       kern.column_sums(groups, panel, sum.data() + j0);
     }
+  });
+  return p;
+}
+
+PackedInt8 pack_int8_b_rows(int64_t k, int64_t n, bool is_signed, const int32_t* zero_points, int64_t zero_count,
+                            Int8Isa isa, ThreadPool* pool, const Int8RowSource& rows) {
+  const Int8Kernel& kern = kernel_for(isa);
+  const int64_t nr = kern.nr, g = kern.group;
+  const int64_t groups = (k + g - 1) / g, panels = (n + nr - 1) / nr;
+  const size_t panel_bytes = static_cast<size_t>(groups * nr * g * kern.elem_size);
+  PackedInt8 p = PackedInt8Access::make(&kern, isa, k, n, groups, panel_bytes * static_cast<size_t>(panels));
+  const int32_t offset = is_signed ? 0 : -128;
+  std::vector<int32_t>& zero = PackedInt8Access::zero(p);
+  std::vector<int32_t>& sum = PackedInt8Access::sum(p);
+  zero.assign(static_cast<size_t>(panels * nr), 0);
+  sum.assign(static_cast<size_t>(panels * nr), 0);
+  for (int64_t j = 0; j < n; ++j)
+    zero[static_cast<size_t>(j)] = (zero_count > 1 ? zero_points[j] : zero_count == 1 ? zero_points[0] : 0) + offset;
+  unsigned char* base = PackedInt8Access::panels(p);
+  const size_t group_bytes = static_cast<size_t>(nr * g * kern.elem_size);
+  // One group of G rows at a time: made into a small buffer (in L1), then
+  // spread over every panel's slot for that group.
+  parallel_for(pool, groups, 8.0 * static_cast<double>(n * g), [&](int64_t begin, int64_t end) {
+    std::vector<uint8_t> buffer(static_cast<size_t>(g * n + 16));
+    for (int64_t q = begin; q < end; ++q) {
+      const int64_t k0 = q * g, count = std::min(g, k - k0);
+      rows(k0, count, buffer.data());
+      for (int64_t pj = 0; pj < panels; ++pj) {
+        unsigned char* out = base + static_cast<size_t>(pj) * panel_bytes + static_cast<size_t>(q) * group_bytes;
+        const int64_t j0 = pj * nr, cols = std::min(nr, n - j0);
+#if defined(ONYX_QGEMM_SSE2)
+        if (kern.elem_size == 1 && g == 4 && cols == nr && nr % 16 == 0) {
+          const uint8_t* group_rows[4];
+          for (int64_t t = 0; t < 4; ++t) group_rows[t] = t < count ? buffer.data() + t * n + j0 : nullptr;
+          interleave_group4(group_rows, !is_signed, nr, reinterpret_cast<int8_t*>(out));
+          continue;
+        }
+#endif
+        std::memset(out, 0, group_bytes);
+        // The group's rows as a K = count matrix, into a panel of one group.
+        fill(kern, out, Int8Matrix{buffer.data() + j0, is_signed, count, cols, n, false}, false, 0, cols, count, nr,
+             offset);
+      }
+    }
+  });
+  parallel_for(pool, panels, 2.0 * static_cast<double>(k * nr), [&](int64_t begin, int64_t end) {
+    for (int64_t pj = begin; pj < end; ++pj)
+      kern.column_sums(groups, base + static_cast<size_t>(pj) * panel_bytes, sum.data() + pj * nr);
   });
   return p;
 }

@@ -74,6 +74,14 @@ PackedInt8 pack_int8_a(const Int8Matrix& a, const int32_t* zero_points, int64_t 
 PackedInt8 pack_int8_b(const Int8Matrix& b, const int32_t* zero_points, int64_t zero_count,
                        Int8Isa isa = Int8Isa::kAuto, ThreadPool* pool = nullptr);
 
+// B [K, N] (not transposed) made row by row while it is packed: `rows(k0,
+// count, out)` writes rows k0 .. k0 + count - 1 (count <= 4), N bytes each,
+// consecutively into out, from any thread. A convolution's im2col then
+// never exists whole: a few rows at a time go from the image to the panels.
+using Int8RowSource = std::function<void(int64_t k0, int64_t count, uint8_t* out)>;
+PackedInt8 pack_int8_b_rows(int64_t k, int64_t n, bool is_signed, const int32_t* zero_points, int64_t zero_count,
+                            Int8Isa isa, ThreadPool* pool, const Int8RowSource& rows);
+
 // Called from the worker that finished C's block rows [i0, i1) x columns
 // [j0, j1), while it is still in cache: the caller's requantization.
 // `block` points at C(i0, j0), rows `ld` elements apart.
