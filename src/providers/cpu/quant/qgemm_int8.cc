@@ -202,6 +202,25 @@ PackedInt8 pack_int8_a(const Int8Matrix& a, const int32_t* zero_points, int64_t 
     unsigned char* panel = PackedInt8Access::panels(p) + static_cast<size_t>(pi) * panel_bytes;
     const int64_t i0 = pi * mr, i1 = std::min(m, i0 + mr);
     std::memset(panel, 0, panel_bytes);
+    if (kern.elem_size == 1 && g == 4 && !a.transposed) {
+      // Rows of A already hold their groups of four consecutively: one
+      // 32-bit move per group (flipping the sign bit makes int8 A + 128).
+      const uint32_t flip = a.is_signed ? 0x80808080u : 0u;
+      for (int64_t i = i0; i < i1; ++i) {
+        const auto* row = static_cast<const uint8_t*>(a.data) + i * a.stride;
+        unsigned char* line = panel + (i - i0) * 4;
+        int64_t q = 0;
+        for (; q < k / 4; ++q) {
+          uint32_t v;
+          std::memcpy(&v, row + q * 4, 4);
+          v ^= flip;
+          std::memcpy(line + q * mr * 4, &v, 4);
+        }
+        for (int64_t t = 0; q * 4 + t < k; ++t)
+          line[q * mr * 4 + t] = static_cast<unsigned char>(row[q * 4 + t] ^ (flip & 0xFF));
+      }
+      continue;
+    }
     // uint8 A' stored in the int8 panel's bytes (the same bits).
     fill(kern, panel, a, true, i0, i1 - i0, k, mr, offset);
   }
