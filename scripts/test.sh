@@ -33,6 +33,12 @@ echo "== C++ tests"
 "$build/onyx_tests" --gtest_brief=1
 # Packed weights on transparent huge pages (opt-in, src/providers/cpu/huge_pages.h).
 ONYX_HUGE_PAGES=1 "$build/onyx_tests" --gtest_brief=1 --gtest_filter='Sgemm*:*Int4*:*MatMul*'
+# Every int8 GEMM path the CPU runs, forced in the integer ops too (src/providers/cpu/quant/int8_isa.h).
+for isa in portable avx2 avx512vnni; do
+  ONYX_INT8_ISA=$isa "$build/onyx_tests" --gtest_brief=1 \
+    --gtest_filter='QGemmInt8*:QLinear*:ConvInteger*:*MatMulInteger*:Int4*'
+  ONYX_INT8_ISA=$isa PYTHONPATH="$root/$build/python" python3 -m pytest -q tests/python/test_quant_contrib.py
+done
 
 echo "== C++ tests under AddressSanitizer and UndefinedBehaviorSanitizer"
 scripts/sanitize.sh
