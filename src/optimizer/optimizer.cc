@@ -47,6 +47,7 @@ PassList extended_passes() {
   passes.push_back(make_quantize_activation_fusion_pass());
   passes.push_back(make_qdq_drop_fusion_pass());
   passes.push_back(make_qdq_conv_matmul_fusion_pass());
+  passes.push_back(make_dq_matmul_nbits_fusion_pass());
   passes.push_back(make_qdq_elementwise_fusion_pass());
   passes.push_back(make_dequantize_quantize_elimination_pass());
   passes.push_back(make_constant_folding_pass(/*after_qdq=*/true));

@@ -161,5 +161,6 @@ std::unique_ptr<Pass> make_qdq_conv_matmul_fusion_pass();
 std::unique_ptr<Pass> make_qdq_elementwise_fusion_pass();
 std::unique_ptr<Pass> make_dequantize_quantize_elimination_pass();
 std::unique_ptr<Pass> make_dynamic_quantize_matmul_fusion_pass();
+std::unique_ptr<Pass> make_dq_matmul_nbits_fusion_pass();
 
 }  // namespace onyx::optimizer

@@ -18,7 +18,7 @@ namespace {
 
 using optimizer::OptimizerOptions;
 
-constexpr int32_t kFloat = 1, kUInt8 = 2, kInt8 = 3, kInt32 = 6;
+constexpr int32_t kFloat = 1, kUInt8 = 2, kInt8 = 3, kInt32 = 6, kUInt4 = 21, kInt4 = 22;
 
 // An initializer of 8- or 32-bit integers.
 void int_tensor(ModelBuilder& b, const std::string& name, int32_t elem_type, std::vector<int64_t> dims,
@@ -28,6 +28,15 @@ void int_tensor(ModelBuilder& b, const std::string& name, int32_t elem_type, std
   t.data_type = elem_type;
   t.dims = std::move(dims);
   std::string bytes;
+  if (elem_type == kInt4 || elem_type == kUInt4) {  // two a byte, low nibble first
+    for (size_t i = 0; i < values.size(); i += 2) {
+      const int hi = i + 1 < values.size() ? values[i + 1] : 0;
+      bytes.push_back(static_cast<char>((values[i] & 0xF) | ((hi & 0xF) << 4)));
+    }
+    t.set_raw_data(std::move(bytes));
+    b.proto().graph->initializer.push_back(t);
+    return;
+  }
   for (int32_t v : values) {
     if (elem_type == kInt32) {
       char raw[4];
@@ -481,6 +490,46 @@ TEST(QdqFusion, MalformedParametersNeverFuseOrCrash) {
     ASSERT_TRUE(stats.is_ok()) << "variant " << variant << ": " << stats.status().message();
     EXPECT_EQ(count(**g, "QLinearConv"), 0) << "variant " << variant;
   }
+}
+
+// x [3, 40] by a 4-bit weight [40, 5] blocked along K by 16 (a partial last block).
+ModelBuilder blocked_int4_model(int32_t type, bool zero_points, int64_t block = 16) {
+  ModelBuilder b(21);
+  b.input("x", {3, 40}).output("y");
+  const bool s4 = type == kInt4;
+  int_tensor(b, "w", type, {40, 5}, random_ints(200, 31, s4 ? -8 : 0, s4 ? 7 : 15));
+  const int64_t blocks = (40 + block - 1) / block;
+  b.initializer("ws", {blocks, 5}, random_values(static_cast<size_t>(blocks * 5), 32, 0.01f, 0.05f));
+  std::vector<std::string> in = {"w", "ws"};
+  if (zero_points) {
+    int_tensor(b, "wz", type, {blocks, 5}, random_ints(static_cast<size_t>(blocks * 5), 33, s4 ? -3 : 5, s4 ? 3 : 10));
+    in.push_back("wz");
+  }
+  b.node("DequantizeLinear", in, {"wf"});
+  attrs(b, {int_attr("axis", 0), int_attr("block_size", block)});
+  b.node("MatMul", {"x", "wf"}, {"y"});
+  return b;
+}
+
+TEST(DqMatMulNBitsFusion, BlockedInt4WeightsBecomeMatMulNBits) {
+  for (int32_t type : {kInt4, kUInt4}) {
+    for (bool zero_points : {true, false}) {
+      ModelBuilder b = blocked_int4_model(type, zero_points);
+      Fused r = fuse(b, {random_tensor({3, 40}, 34)});
+      ASSERT_TRUE(r.graph);
+      EXPECT_EQ(count(*r.graph, "MatMulNBits"), 1) << type << " " << zero_points;
+      EXPECT_EQ(count(*r.graph, "DequantizeLinear"), 0);
+      EXPECT_LE(r.max_diff, 1e-5) << type << " " << zero_points;
+    }
+  }
+}
+
+TEST(DqMatMulNBitsFusion, BlockSizeMatMulNBitsCannotTakeIsLeft) {
+  ModelBuilder b = blocked_int4_model(kInt4, true, 20);  // not a power of two
+  Fused r = fuse(b, {random_tensor({3, 40}, 34)});
+  ASSERT_TRUE(r.graph);
+  EXPECT_EQ(count(*r.graph, "MatMulNBits"), 0);
+  EXPECT_LE(r.max_diff, 1e-5);
 }
 
 // What onnxruntime.quantization.quantize_dynamic writes for MatMul + Add.
