@@ -179,6 +179,8 @@ class QdqConvMatMulFusion final : public Pass {
     if (y) {
       inputs.push_back(y->scale);
       inputs.push_back(y->zero_point);
+    } else if (*bias == graph::kNoValue) {
+      inputs.pop_back();  // no trailing omitted input
     }
     graph::Node fused = make_node("QGemm", "com.microsoft", 1, std::move(inputs), {y ? y->data : node.outputs[0]},
                                   base_name(ctx, index) + "_quant");
