@@ -11,10 +11,9 @@ Tolerances, in quanta of the model's output scale: a fused kernel
 requantizes the exact int32 sum once, while the QDQ graph rounds the float
 products and sums first, so a value within float rounding of a .5 boundary
 may land one quantum apart; onnxruntime's kernels differ from onyx's the
-same way (fixed-point vs float requantization). A one-quantum difference
-inside the network changes what later layers see by one quantum of that
-layer, so the network's outputs may differ by a few quanta, in a small share
-of elements; the tests bound both."""
+same way (fixed-point vs float requantization). The tests allow one quantum
+in at most 5% of the elements (on these models and inputs all three
+comparisons are exact today)."""
 
 from __future__ import annotations
 
@@ -169,9 +168,9 @@ def test_quantize_static_models_fuse_and_match(tmp_path, name, per_channel, acti
     quantum = output_scale(path)
     by_ort = run_ort(path, x, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
     saved_in_ort = run_ort(saved, x, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
-    assert_within_quanta(fused, unfused, quantum, 2, 0.25, "onyx fused vs unfused")
-    assert_within_quanta(fused, by_ort, quantum, 2, 0.25, "onyx vs onnxruntime")
-    assert_within_quanta(saved_in_ort, fused, quantum, 2, 0.25, "saved model in onnxruntime vs onyx")
+    assert_within_quanta(fused, unfused, quantum, 1, 0.05, "onyx fused vs unfused")
+    assert_within_quanta(fused, by_ort, quantum, 1, 0.05, "onyx vs onnxruntime")
+    assert_within_quanta(saved_in_ort, fused, quantum, 1, 0.05, "saved model in onnxruntime vs onyx")
 
 
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
