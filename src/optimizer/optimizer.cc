@@ -39,6 +39,20 @@ PassList basic_passes() {
 
 PassList extended_passes() {
   PassList passes;
+  // QDQ groups first: the float fusions below (Conv + Relu, MatMul + scale)
+  // would take their float ops apart. Activations fold into the Q before the
+  // Conv/MatMul groups are matched; DQ -> Q pairs the fusions leave between
+  // quantized ops cancel; then the DequantizeLinear of constant weights no
+  // fusion took is folded (basic folding leaves them for the fusions).
+  passes.push_back(make_quantize_activation_fusion_pass());
+  passes.push_back(make_qdq_drop_fusion_pass());
+  passes.push_back(make_qdq_conv_matmul_fusion_pass());
+  passes.push_back(make_dq_matmul_nbits_fusion_pass());
+  passes.push_back(make_qdq_elementwise_fusion_pass());
+  passes.push_back(make_dequantize_quantize_elimination_pass());
+  passes.push_back(make_constant_folding_pass(/*after_qdq=*/true));
+  // quantize_dynamic's MatMulInteger chains.
+  passes.push_back(make_dynamic_quantize_matmul_fusion_pass());
   // Linear layers first, as nn.Linear writes them, so the fusions below see
   // GPT-2 and TensorFlow exports the same way; attention before
   // matmul_scale_fusion, which would take its Q·Kᵀ apart.

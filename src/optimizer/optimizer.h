@@ -56,6 +56,12 @@ struct OptimizerOptions {
   // may remove only nodes whose execution_provider is `owner`, and the nodes
   // it adds are assigned to it.
   std::string owner;
+  // The QDQ fusions (DequantizeLinear -> op -> QuantizeLinear groups into
+  // quantized ops, extended level): when on, basic constant folding leaves
+  // DequantizeLinear of constant weights for them, and the extended level
+  // folds the ones they did not take. The session config entry
+  // session.disable_quant_qdq=1 (onnxruntime's) turns them off.
+  bool qdq_fusions = true;
   // Same meaning as graph::InferenceOptions: initializers listed as graph
   // inputs (IR version < 4) are constants all the same.
   bool initializers_in_inputs_are_constant = false;

@@ -133,7 +133,9 @@ inline bool is_op(const graph::Node& node, const char* op_type) {
 graph::TypeAndShape info_of(const Tensor& tensor);
 
 // Pass factories, one per file under basic/, extended/ and layout/.
-std::unique_ptr<Pass> make_constant_folding_pass();
+// after_qdq: the extended level's second folding, after the QDQ fusions,
+// which folds the DequantizeLinear of constants they left.
+std::unique_ptr<Pass> make_constant_folding_pass(bool after_qdq = false);
 std::unique_ptr<Pass> make_shape_folding_pass();
 std::unique_ptr<Pass> make_dead_code_elimination_pass();
 std::unique_ptr<Pass> make_noop_elimination_pass();
@@ -153,5 +155,12 @@ std::unique_ptr<Pass> make_embed_layer_norm_fusion_pass();
 std::unique_ptr<Pass> make_matmul_scale_fusion_pass();
 std::unique_ptr<Pass> make_reshaped_matmul_fusion_pass();
 std::unique_ptr<Pass> make_attention_fusion_pass();
+std::unique_ptr<Pass> make_quantize_activation_fusion_pass();
+std::unique_ptr<Pass> make_qdq_drop_fusion_pass();
+std::unique_ptr<Pass> make_qdq_conv_matmul_fusion_pass();
+std::unique_ptr<Pass> make_qdq_elementwise_fusion_pass();
+std::unique_ptr<Pass> make_dequantize_quantize_elimination_pass();
+std::unique_ptr<Pass> make_dynamic_quantize_matmul_fusion_pass();
+std::unique_ptr<Pass> make_dq_matmul_nbits_fusion_pass();
 
 }  // namespace onyx::optimizer

@@ -138,6 +138,9 @@ Result<PreparedGraph> prepare_graph(const model::ModelProto& model, const Sessio
 #endif
   optimization.initializers_in_inputs_are_constant = inference.initializers_in_inputs_are_constant;
   optimization.external_inference = inference.external;
+  // onnxruntime's switch for its QDQ transformations, with the same meaning.
+  auto disable_qdq = options.config_entries.find("session.disable_quant_qdq");
+  optimization.qdq_fusions = disable_qdq == options.config_entries.end() || disable_qdq->second != "1";
   auto budget = options.config_entries.find("onyx.constant_folding_budget_bytes");
   if (budget != options.config_entries.end()) {
     try {

@@ -41,13 +41,23 @@ bool may_expand(const graph::Node& node) {
   return node.domain.empty() && kOps.count(node.op_type) != 0;
 }
 
+// With the QDQ fusions on (extended level and up), DequantizeLinear of a
+// constant weight is what they match, so the basic pass leaves it; the same
+// pass runs again after them (after_qdq) and folds what they did not take.
+bool leave_for_qdq(const PassContext& ctx, const graph::Node& node) {
+  return is_op(node, "DequantizeLinear") && ctx.options().qdq_fusions &&
+         static_cast<int>(ctx.options().level) >= static_cast<int>(GraphOptimizationLevel::kEnableExtended);
+}
+
 class ConstantFolding final : public Pass {
  public:
-  std::string name() const override { return "constant_folding"; }
+  explicit ConstantFolding(bool after_qdq) : after_qdq_(after_qdq) {}
+  std::string name() const override { return after_qdq_ ? "constant_folding_after_qdq" : "constant_folding"; }
 
   std::optional<Patch> match(const PassContext& ctx, size_t index) override {
     const graph::Node& node = ctx.node(index);
     if (never_fold(node) || ctx.options().ops == nullptr || !ctx.owns(index)) return std::nullopt;
+    if (after_qdq_ ? !ctx.options().qdq_fusions : leave_for_qdq(ctx, node)) return std::nullopt;
     std::vector<Value> inputs;
     inputs.reserve(node.inputs.size());
     for (int32_t in : node.inputs) {
@@ -104,10 +114,15 @@ class ConstantFolding final : public Pass {
     }
     return patch;
   }
+
+ private:
+  bool after_qdq_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> make_constant_folding_pass() { return std::make_unique<ConstantFolding>(); }
+std::unique_ptr<Pass> make_constant_folding_pass(bool after_qdq) {
+  return std::make_unique<ConstantFolding>(after_qdq);
+}
 
 }  // namespace onyx::optimizer
