@@ -18,12 +18,49 @@ from genai_models import ARCHS, build_tiny_model, decode_loop, empty_past, tiny_
 ort = pytest.importorskip("onnxruntime")
 
 PROMPT = [1, 17, 99, 3, 250, 7, 42]
-# int4 with accuracy_level 4 multiplies the 4-bit weights by the activations
-# quantized to int8 per block; onyx and onnxruntime round those blocks in
-# their own order, so their logits differ by a few int8 steps of the
-# activations times the weights' sums (observed: under 1% of the logits'
-# range): 3% of the range bounds that without hiding a wrong graph.
-INT4_RELATIVE_TOLERANCE = 0.03
+
+
+def _with_accuracy_level(folder, level):
+    """A copy of the folder's model.onnx whose MatMulNBits nodes have this accuracy_level (its path)."""
+    model = onnx.load(os.path.join(folder, "model.onnx"))
+    for node in model.graph.node:
+        if node.op_type == "MatMulNBits":
+            for attr in node.attribute:
+                if attr.name == "accuracy_level":
+                    attr.i = level
+            if not any(a.name == "accuracy_level" for a in node.attribute):
+                node.attribute.append(onnx.helper.make_attribute("accuracy_level", level))
+    path = os.path.join(folder, f"model-accuracy{level}.onnx")
+    onnx.save(model, path)
+    return path
+
+
+def _check_int4(folder, ref_session, onyx_session, label):
+    """int4 logits of onyx against onnxruntime's, on onnxruntime's greedy tokens.
+
+    With accuracy_level 0 (float activations) the two must agree as float
+    models do. At accuracy_level 4 each runtime rounds the activations to
+    int8 per block, and that rounding is discontinuous: an upstream
+    difference of 5e-7 (a normalization summed in another order) moves one
+    value across a rounding boundary, one int8 step, and a random model
+    amplifies it layer by layer (seen: a 0.05 difference after the first
+    projection, 0.6 in the logits, on a CPU where onnxruntime's kernels take
+    another path). So there each runtime is measured against the
+    float-activation logits, and onyx's distance must stay within twice
+    onnxruntime's: a wrong graph or kernel lands far outside that."""
+    tokens, ref = decode_loop(ref_session, folder, PROMPT, 6)
+    exact_path = _with_accuracy_level(folder, 0)
+    _, exact = decode_loop(ort.InferenceSession(exact_path, providers=["CPUExecutionProvider"]), folder, PROMPT, 6,
+                           forced=tokens)
+    _, onyx_exact = decode_loop(onyx.InferenceSession(exact_path), folder, PROMPT, 6, forced=tokens)
+    _, got = decode_loop(onyx_session, folder, PROMPT, 6, forced=tokens)
+    scale = max(float(np.abs(r).max()) for r in exact)
+    for step, (e, g) in enumerate(zip(exact, onyx_exact)):
+        assert np.abs(e - g).max() <= 1e-4 * max(scale, 1.0), f"{label} accuracy_level 0 step {step}"
+    theirs = max(float(np.abs(e - r).max()) for e, r in zip(exact, ref))
+    ours = max(float(np.abs(e - g).max()) for e, g in zip(exact, got))
+    assert ours <= 2 * theirs + 1e-4 * scale, (
+        f"{label}: onyx's int8-activation logits are {ours} from the float-activation ones, onnxruntime's {theirs}")
 
 
 def _sessions(folder):
@@ -52,10 +89,13 @@ def _run_builder(*args):
 def test_onyx_matches_onnxruntime(tmp_path, arch, precision):
     folder = build_tiny_model(tmp_path, arch, precision)
     ref_session, onyx_session = _sessions(folder)
+    if precision == "int4":
+        _check_int4(folder, ref_session, onyx_session, f"{arch} int4")
+        return
     tokens, ref = decode_loop(ref_session, folder, PROMPT, 6)
     _, got = decode_loop(onyx_session, folder, PROMPT, 6, forced=tokens)
     scale = max(float(np.abs(r).max()) for r in ref)
-    tol = {"fp32": 1e-4 * max(scale, 1.0), "fp16": 1e-2 * scale, "int4": INT4_RELATIVE_TOLERANCE * scale}[precision]
+    tol = {"fp32": 1e-4 * max(scale, 1.0), "fp16": 1e-2 * scale}[precision]
     for step, (r, g) in enumerate(zip(ref, got)):
         assert np.abs(r - g).max() <= tol, f"{arch} {precision} step {step}: max diff {np.abs(r - g).max()} > {tol}"
 
@@ -334,9 +374,12 @@ def test_onnxruntime_genai_builder_models_run_in_onyx(tmp_path, precision):
     out = str(tmp_path / f"og-{precision}")
     _onnxruntime_genai_builder(source, out, precision)
     ref_session, onyx_session = _sessions(out)
+    if precision == "int4":
+        _check_int4(out, ref_session, onyx_session, "onnxruntime-genai's int4 qwen2")
+        return
     tokens, ref = decode_loop(ref_session, out, PROMPT, 6)
     _, got = decode_loop(onyx_session, out, PROMPT, 6, forced=tokens)
     scale = max(float(np.abs(r).max()) for r in ref)
-    tol = 1e-4 * max(scale, 1.0) if precision == "fp32" else INT4_RELATIVE_TOLERANCE * scale
+    tol = 1e-4 * max(scale, 1.0)
     for step, (r, g) in enumerate(zip(ref, got)):
         assert np.abs(r - g).max() <= tol, f"{precision} step {step}: max diff {np.abs(r - g).max()} > {tol}"
