@@ -117,7 +117,9 @@ def run_onyx(path, x, saved=None, fusions=True):
         options.optimized_model_filepath = saved
     if not fusions:
         options.add_session_config_entry("session.disable_quant_qdq", "1")
-    return np.asarray(onyx.InferenceSession(path, options).run(None, {"x": x})[0])
+    # The fusions are the CPU provider's passes (and a model part that a device
+    # provider compiled could not be saved).
+    return np.asarray(onyx.InferenceSession(path, options, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0])
 
 
 def run_ort(path, x, level):
@@ -190,7 +192,8 @@ def test_quantize_dynamic_fuses_to_dynamic_quantize_matmul(tmp_path, per_channel
     assert ops[("", "Add")] == 1, dict(ops)  # the residual
     unfused_options = onyx.SessionOptions()
     unfused_options.graph_optimization_level = onyx.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    unfused = np.asarray(onyx.InferenceSession(dst, unfused_options).run(None, {"x": x})[0])
+    unfused = np.asarray(
+        onyx.InferenceSession(dst, unfused_options, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0])
     # Same integer sums and the same float scale: only float rounding apart.
     np.testing.assert_allclose(fused, unfused, rtol=1e-5, atol=1e-5)
     by_ort = run_ort(dst, x, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
