@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "providers/cpu/quant/qgemm_int8_kernels.h"
@@ -227,21 +228,43 @@ PackedInt8 pack_int8_a(const Int8Matrix& a, const int32_t* zero_points, int64_t 
   return p;
 }
 
+// A packed B [k, n] for `kern` with its zero points set (B' = B - 128 for
+// uint8 B, so -128..127 either way, and zb' moves with it) and its column
+// sums cleared; the caller fills the panels and the sums.
+struct PackedBStart {
+  PackedInt8 packed;
+  size_t panel_bytes = 0;
+  int32_t offset = 0;  // added to B's values
+};
+PackedBStart start_packed_b(const Int8Kernel& kern, Int8Isa isa, int64_t k, int64_t n, bool is_signed,
+                            const int32_t* zero_points, int64_t zero_count) {
+  const int64_t nr = kern.nr, g = kern.group;
+  const int64_t groups = (k + g - 1) / g, panels = (n + nr - 1) / nr;
+  PackedBStart start;
+  start.panel_bytes = static_cast<size_t>(groups * nr * g * kern.elem_size);
+  start.packed = PackedInt8Access::make(&kern, isa, k, n, groups, start.panel_bytes * static_cast<size_t>(panels));
+  start.offset = is_signed ? 0 : -128;
+  std::vector<int32_t>& zero = PackedInt8Access::zero(start.packed);
+  zero.assign(static_cast<size_t>(panels * nr), 0);
+  PackedInt8Access::sum(start.packed).assign(static_cast<size_t>(panels * nr), 0);
+  for (int64_t j = 0; j < n; ++j)
+    zero[static_cast<size_t>(j)] = (zero_count > 1    ? zero_points[j]
+                                    : zero_count == 1 ? zero_points[0]
+                                                      : 0) +
+                                   start.offset;
+  return start;
+}
+
 PackedInt8 pack_int8_b(const Int8Matrix& b, const int32_t* zero_points, int64_t zero_count, Int8Isa isa,
                        ThreadPool* pool) {
   const Int8Kernel& kern = kernel_for(isa);
   const int64_t k = b.rows, n = b.cols, nr = kern.nr, g = kern.group;
   const int64_t groups = (k + g - 1) / g, panels = (n + nr - 1) / nr;
-  const size_t panel_bytes = static_cast<size_t>(groups * nr * g * kern.elem_size);
-  PackedInt8 p = PackedInt8Access::make(&kern, isa, k, n, groups, panel_bytes * static_cast<size_t>(panels));
-  // B' = B - 128 for uint8 B (-128..127 either way); zb' moves with it.
-  const int32_t offset = b.is_signed ? 0 : -128;
-  std::vector<int32_t>& zero = PackedInt8Access::zero(p);
+  PackedBStart start = start_packed_b(kern, isa, k, n, b.is_signed, zero_points, zero_count);
+  PackedInt8 p = std::move(start.packed);
+  const size_t panel_bytes = start.panel_bytes;
+  const int32_t offset = start.offset;
   std::vector<int32_t>& sum = PackedInt8Access::sum(p);
-  zero.assign(static_cast<size_t>(panels * nr), 0);
-  sum.assign(static_cast<size_t>(panels * nr), 0);
-  for (int64_t j = 0; j < n; ++j)
-    zero[static_cast<size_t>(j)] = (zero_count > 1 ? zero_points[j] : zero_count == 1 ? zero_points[0] : 0) + offset;
   parallel_for(pool, panels, 4.0 * static_cast<double>(k * nr), [&](int64_t begin, int64_t end) {
     for (int64_t pj = begin; pj < end; ++pj) {
       unsigned char* panel = PackedInt8Access::panels(p) + static_cast<size_t>(pj) * panel_bytes;
@@ -266,15 +289,11 @@ PackedInt8 pack_int8_b_rows(int64_t k, int64_t n, bool is_signed, const int32_t*
   const Int8Kernel& kern = kernel_for(isa);
   const int64_t nr = kern.nr, g = kern.group;
   const int64_t groups = (k + g - 1) / g, panels = (n + nr - 1) / nr;
-  const size_t panel_bytes = static_cast<size_t>(groups * nr * g * kern.elem_size);
-  PackedInt8 p = PackedInt8Access::make(&kern, isa, k, n, groups, panel_bytes * static_cast<size_t>(panels));
-  const int32_t offset = is_signed ? 0 : -128;
-  std::vector<int32_t>& zero = PackedInt8Access::zero(p);
+  PackedBStart start = start_packed_b(kern, isa, k, n, is_signed, zero_points, zero_count);
+  PackedInt8 p = std::move(start.packed);
+  const size_t panel_bytes = start.panel_bytes;
+  const int32_t offset = start.offset;
   std::vector<int32_t>& sum = PackedInt8Access::sum(p);
-  zero.assign(static_cast<size_t>(panels * nr), 0);
-  sum.assign(static_cast<size_t>(panels * nr), 0);
-  for (int64_t j = 0; j < n; ++j)
-    zero[static_cast<size_t>(j)] = (zero_count > 1 ? zero_points[j] : zero_count == 1 ? zero_points[0] : 0) + offset;
   unsigned char* base = PackedInt8Access::panels(p);
   const size_t group_bytes = static_cast<size_t>(nr * g * kern.elem_size);
   // One group of G rows at a time: made into a small buffer (in L1), then
