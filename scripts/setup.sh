@@ -99,6 +99,6 @@ fi
 # large: installed with --with-torch.
 if [[ " $* " == *" --with-torch "* ]] && ! "$venv/bin/python" -c 'import torch, transformers' 2>/dev/null; then
   echo "onyx setup: installing torch and transformers into $venv (references for training and generation)"
-  "$venv/bin/python" -m pip install --disable-pip-version-check -q torch transformers
+  "$venv/bin/python" -m pip install --disable-pip-version-check -q torch torchvision transformers
 fi
 echo "onyx setup: build tools are in place; Python packages are in $venv (source $venv/bin/activate, or call $venv/bin/python)"
