@@ -172,6 +172,44 @@ void pool_plane_2d(PoolKind kind, const float* x, float* y, const Window3& g, bo
   }
 }
 
+// Max pooling of one 1-D/2-D plane of int8 or uint8 with unit dilations, as
+// pool_plane_2d: rows of the window combined column by column, then each
+// output's columns. int8 is compared as uint8 after flipping the sign bit
+// (`flip` 0x80), which keeps the order; a window wholly in the padding gives
+// the type's lowest value.
+ONYX_TARGET_CLONES
+void max_pool_plane_2d_bytes(const uint8_t* x, uint8_t* y, const Window3& g, uint8_t flip, std::vector<uint8_t>& line) {
+  const int64_t ih = g.in[1], iw = g.in[2], oh_n = g.out[1], ow_n = g.out[2];
+  const int64_t kh = g.k[1], kw = g.k[2], sh = g.s[1], sw = g.s[2];
+  line.resize(static_cast<size_t>(iw));
+  uint8_t* acc = line.data();
+  for (int64_t oh = 0; oh < oh_n; ++oh) {
+    const int64_t h0 = oh * sh - g.pb[1];
+    const int64_t r0 = std::max<int64_t>(h0, 0), r1 = std::min(ih, h0 + kh);
+    uint8_t* out = y + oh * ow_n;
+    if (r0 >= r1) {
+      for (int64_t ow = 0; ow < ow_n; ++ow) out[ow] = flip;
+      continue;
+    }
+    const uint8_t* first = x + r0 * iw;
+    for (int64_t j = 0; j < iw; ++j) acc[j] = static_cast<uint8_t>(first[j] ^ flip);
+    for (int64_t r = r0 + 1; r < r1; ++r) {
+      const uint8_t* row = x + r * iw;
+      for (int64_t j = 0; j < iw; ++j) {
+        const auto v = static_cast<uint8_t>(row[j] ^ flip);
+        acc[j] = v > acc[j] ? v : acc[j];
+      }
+    }
+    for (int64_t ow = 0; ow < ow_n; ++ow) {
+      const int64_t w0 = ow * sw - g.pb[2];
+      const int64_t c0 = std::max<int64_t>(w0, 0), c1 = std::min(iw, w0 + kw);
+      uint8_t v = 0;
+      for (int64_t c = c0; c < c1; ++c) v = acc[c] > v ? acc[c] : v;
+      out[ow] = static_cast<uint8_t>(v ^ flip);
+    }
+  }
+}
+
 // p may be a float attribute (LpPool-1, GlobalLpPool-1) or an int one.
 float read_p(const KernelInfo& info) {
   const graph::Attribute* a = info.attr("p");
@@ -223,6 +261,21 @@ class PoolKernel : public Kernel {
                            for (int64_t plane = begin; plane < end; ++plane) {
                              pool_plane_2d(kind_, xp + plane * in_size, yp + plane * out_size, g, count_include_pad_,
                                            line);
+                           }
+                         });
+            return Status::ok();
+          }
+        }
+        if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, int8_t>) {
+          if (two_d && kind_ == PoolKind::kMax && indices == nullptr) {
+            const auto* xb = reinterpret_cast<const uint8_t*>(xp);
+            auto* yb = reinterpret_cast<uint8_t*>(yp);
+            const uint8_t flip = std::is_same_v<T, int8_t> ? 0x80 : 0x00;
+            parallel_for(ctx.thread_pool(), planes, static_cast<double>(out_size * w.kernel_size()),
+                         [&](int64_t begin, int64_t end) {
+                           std::vector<uint8_t> line;
+                           for (int64_t plane = begin; plane < end; ++plane) {
+                             max_pool_plane_2d_bytes(xb + plane * in_size, yb + plane * out_size, g, flip, line);
                            }
                          });
             return Status::ok();

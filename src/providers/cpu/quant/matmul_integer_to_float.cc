@@ -18,6 +18,7 @@
 #include "providers/cpu/contrib/float_io.h"
 #include "providers/cpu/quant/qgemm_int8.h"
 #include "providers/cpu/quant/quant_util.h"
+#include "providers/cpu/quant/quant_vec.h"
 #include "providers/cpu/tensor/tensor_util.h"
 
 namespace onyx::cpu {
@@ -164,20 +165,19 @@ class DynamicQuantizeMatMulKernel final : public Kernel {
       return invalid_argument(label, ": input A is ", describe_or_missing(a), ", expected a float [..., K]");
     }
     // Quantize A to uint8 over its whole range (widened to include 0).
-    const std::vector<float> af = read_floats(*a);
+    std::vector<float> converted;
+    const float* af = a->dtype() == DataType::kFloat ? a->data<float>() : (converted = read_floats(*a)).data();
+    const int64_t count = a->size();
     float lo = 0.0f, hi = 0.0f;
-    for (float v : af) {
-      lo = std::min(lo, v);
-      hi = std::max(hi, v);
-    }
+    quant::float_range_with_zero(af, count, lo, hi);
     const float scale = (hi - lo) / 255.0f;
     float zero = 0.0f;
     if (scale != 0.0f) zero = std::clamp(std::nearbyint(0.0f - lo / scale), 0.0f, 255.0f);
-    std::vector<uint8_t> aq(af.size());
-    for (size_t i = 0; i < af.size(); ++i) {
-      const float q = scale != 0.0f ? std::nearbyint(af[i] / scale) + zero : zero;
-      aq[i] = static_cast<uint8_t>(std::clamp(q, 0.0f, 255.0f));
-    }
+    // With a zero scale every element is 0 (and 0 / 0, NaN, gives the zero point).
+    std::vector<uint8_t> aq(static_cast<size_t>(count));
+    parallel_for(ctx.thread_pool(), count, 2.0, [&](int64_t begin, int64_t end) {
+      quant::quantize_floats(af + begin, end - begin, scale, static_cast<int32_t>(zero), false, aq.data() + begin);
+    });
     return integer_matmul_to_float(ctx, aq.data(), false, static_cast<int32_t>(zero), a->shape(), scale,
                                    ctx.input_tensor(1), ctx.input_tensor(2), ctx.input_tensor(3), ctx.input_tensor(4),
                                    a->dtype(), constant_b_);

@@ -10,6 +10,7 @@
 //   QLinearConcat (axis): Y_scale, Y_zp, then (X, X_scale, X_zp) per input;
 //     each input requantized to Y's scale and zero point.
 // Absent zero points are 0.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include "providers/cpu/broadcast.h"
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/quant/quant_util.h"
+#include "providers/cpu/quant/quant_vec.h"
 #include "providers/cpu/tensor/tensor_util.h"
 #include "providers/kernel.h"
 
@@ -107,12 +109,22 @@ class QLinearBinaryKernel final : public Kernel {
     ONYX_ASSIGN_OR_RETURN(BroadcastPlan plan, BroadcastPlan::make(ctx.label(), {a->shape(), b->shape()}, {"A", "B"}));
     Tensor& c = ctx.allocate_output(0, type, plan.output_shape());
     const int64_t sa = plan.inner_stride(0), sb = plan.inner_stride(1);
+    const bool is_signed = type == DataType::kInt8;
+    const auto* pa = static_cast<const uint8_t*>(a->raw_data());
+    const auto* pb = static_cast<const uint8_t*>(b->raw_data());
+    auto* pc = static_cast<uint8_t*>(c.raw_data());
     parallel_for(ctx.thread_pool(), plan.output_size(), 4.0, [&](int64_t begin, int64_t end) {
+      // Blocks of a span go through float: both operands dequantized, then
+      // combined and quantized, each step a vector loop (quant_vec.h).
+      constexpr int64_t kBlock = 256;
+      float x[kBlock], y[kBlock];
       plan.for_each_span(begin, end, [&](const int64_t* offsets, int64_t out, int64_t count) {
-        for (int64_t k = 0; k < count; ++k) {
-          const float x = dequantize(element(*a, offsets[0] + k * sa), qa);
-          const float y = dequantize(element(*b, offsets[1] + k * sb), qb);
-          store(c, out + k, quantize(kMul ? x * y : x + y, qc, type));
+        for (int64_t k0 = 0; k0 < count; k0 += kBlock) {
+          const int64_t n = std::min(kBlock, count - k0);
+          quant::dequantize_bytes(pa + offsets[0] + k0 * sa, sa, n, is_signed, qa.zero, qa.scale, x);
+          quant::dequantize_bytes(pb + offsets[1] + k0 * sb, sb, n, is_signed, qb.zero, qb.scale, y);
+          for (int64_t k = 0; k < n; ++k) x[k] = kMul ? x[k] * y[k] : x[k] + y[k];
+          quant::quantize_floats(x, n, qc.scale, qc.zero, is_signed, pc + out + k0);
         }
       });
     });

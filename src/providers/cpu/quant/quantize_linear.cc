@@ -11,6 +11,7 @@
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/quant/float8.h"
 #include "providers/cpu/quant/quant_util.h"
+#include "providers/cpu/quant/quant_vec.h"
 #include "providers/kernel.h"
 
 namespace onyx::cpu {
@@ -102,6 +103,18 @@ class QuantizeLinearKernel final : public Kernel {
 
     Tensor& y = ctx.allocate_output(0, out_type, x->shape());
     if (x->size() == 0) return Status::ok();
+    if (x->dtype() == DataType::kFloat && precision == DataType::kFloat && scales.size() == 1 &&
+        (out_type == DataType::kUInt8 || out_type == DataType::kInt8)) {
+      // Per tensor, float to 8 bits: the vector loop (the same results).
+      const float* xp = x->data<float>();
+      auto* yp = static_cast<uint8_t*>(y.raw_data());
+      const float s = static_cast<float>(scales[0]);
+      const auto z = static_cast<int32_t>(zero_points[0]);
+      parallel_for(ctx.thread_pool(), x->size(), 2.0, [&](int64_t begin, int64_t end) {
+        quant::quantize_floats(xp + begin, end - begin, s, z, out_type == DataType::kInt8, yp + begin);
+      });
+      return Status::ok();
+    }
 
     auto run = [&](auto x_tag, auto out_tag) -> Status {
       using X = typename decltype(x_tag)::type;
@@ -303,10 +316,7 @@ class DynamicQuantizeLinearKernel final : public Kernel {
     const float* xp = x->data<float>();
     const int64_t n = x->size();
     float min_value = 0.0f, max_value = 0.0f;
-    for (int64_t k = 0; k < n; ++k) {
-      min_value = std::min(min_value, xp[k]);
-      max_value = std::max(max_value, xp[k]);
-    }
+    quant::float_range_with_zero(xp, n, min_value, max_value);
     constexpr float kQMin = 0.0f, kQMax = 255.0f;
     const float scale = (max_value == min_value ? 1.0f : max_value - min_value) / (kQMax - kQMin);
     const float initial_zero_point = kQMin - min_value / scale;
@@ -314,11 +324,9 @@ class DynamicQuantizeLinearKernel final : public Kernel {
 
     Tensor& y = ctx.allocate_output(0, DataType::kUInt8, x->shape());
     uint8_t* yp = y.data<uint8_t>();
-    parallel_for(ctx.thread_pool(), n, 4.0, [&](int64_t begin, int64_t end) {
-      for (int64_t k = begin; k < end; ++k) {
-        const float q = std::nearbyint(xp[k] / scale) + zero_point;
-        yp[k] = static_cast<uint8_t>(std::isnan(q) ? 0.0f : std::clamp(q, kQMin, kQMax));
-      }
+    parallel_for(ctx.thread_pool(), n, 2.0, [&](int64_t begin, int64_t end) {
+      quant::quantize_floats(xp + begin, end - begin, scale, static_cast<int32_t>(zero_point), false, yp + begin,
+                             /*nan_to_lowest=*/true);
     });
     ctx.allocate_output(1, DataType::kFloat, {}).data<float>()[0] = scale;
     ctx.allocate_output(2, DataType::kUInt8, {}).data<uint8_t>()[0] = static_cast<uint8_t>(zero_point);
