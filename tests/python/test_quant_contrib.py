@@ -544,3 +544,62 @@ def test_gather_block_quantized_errors():
     inputs[2] = inputs[2][:, :1].copy()
     message = onyx_error("GatherBlockQuantized", inputs, TensorProto.FLOAT, {"bits": 4, "block_size": 32})
     assert "input scales is float[8,1], expected a float tensor of shape [8,2]" in message
+
+
+# QLinearConv (ONNX domain) with constant weights, against onnx's reference
+# evaluator, exactly. uint8 x with int8 weights of zero point 0, group 1 and
+# a channel count of whole groups of four runs in place (the NHWC image read
+# by the int8 GEMM without im2col) where the kernel allows it (AVX-512 VNNI,
+# portable); the other cases take the im2col path; both must give the
+# reference's bytes.
+_QCONV_CASES = [
+    # (batch, channels, height, width, filters, kernel, strides, pads, dilations, group)
+    (1, 64, 14, 14, 70, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # filters not whole panels
+    (2, 8, 9, 7, 16, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),  # batch 2, stride 2
+    (1, 16, 13, 11, 33, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),  # 1x1, 143 pixels
+    (1, 4, 17, 17, 8, (7, 7), (2, 2), (3, 3, 3, 3), (1, 1), 1),  # 7x7 stride 2
+    (1, 12, 10, 9, 5, (3, 2), (1, 2), (0, 1, 2, 1), (2, 2), 1),  # dilated, uneven pads
+    (1, 3, 8, 8, 6, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # 3 channels: im2col
+    (1, 8, 6, 6, 8, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2),  # grouped: im2col
+]
+
+
+@pytest.mark.parametrize("case", _QCONV_CASES)
+@pytest.mark.parametrize("x_type,w_zero,per_channel,bias,y_type", [
+    (np.uint8, 0, True, True, np.uint8),
+    (np.uint8, 0, False, False, np.int8),
+    (np.uint8, 3, True, True, np.uint8),  # a weight zero point: im2col
+    (np.int8, 0, True, True, np.int8),  # int8 x: im2col
+])
+def test_qlinear_conv_constant_weights(case, x_type, w_zero, per_channel, bias, y_type):
+    from onnx.reference import ReferenceEvaluator
+
+    batch, channels, height, width, filters, kernel, strides, pads, dilations, group = case
+    rng = np.random.default_rng(sum(case[:5]) + w_zero)
+    info = np.iinfo(x_type)
+    x = rng.integers(info.min, info.max + 1, (batch, channels, height, width)).astype(x_type)
+    w = rng.integers(-128, 128, (filters, channels // group) + kernel).astype(np.int8)
+    w_scale = (rng.uniform(0.002, 0.01, filters) if per_channel else np.array(0.004)).astype(np.float32)
+    w_zp = np.full(w_scale.shape, w_zero, np.int8)
+    y_info = np.iinfo(y_type)
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
+             numpy_helper.from_array(np.array(info.min + 101, x_type), "xz"),
+             numpy_helper.from_array(w, "w"), numpy_helper.from_array(w_scale, "ws"),
+             numpy_helper.from_array(w_zp, "wz"), numpy_helper.from_array(np.array(0.5, np.float32), "ys"),
+             numpy_helper.from_array(np.array(y_info.min + 117, y_type), "yz")]
+    inputs = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.integers(-3000, 3000, filters).astype(np.int32), "b"))
+        inputs.append("b")
+    node = helper.make_node("QLinearConv", inputs, ["y"], kernel_shape=list(kernel), strides=list(strides),
+                            pads=list(pads), dilations=list(dilations), group=group)
+    graph = helper.make_graph([node], "qconv", [helper.make_tensor_value_info("x", _ELEM[x.dtype], list(x.shape))],
+                              [helper.make_tensor_value_info("y", _ELEM[np.dtype(y_type)], None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    expected = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        options = onyx.SessionOptions()
+        options.intra_op_num_threads = threads
+        actual = onyx.InferenceSession(model.SerializeToString(), options).run(None, {"x": x})[0]
+        assert actual.dtype == expected.dtype and actual.shape == expected.shape
+        np.testing.assert_array_equal(actual, expected, err_msg=f"threads={threads}")

@@ -4,6 +4,7 @@
 // x_scale * w_scale[m] / y_scale in the GEMM's block write-back. (ConvInteger
 // is nn/conv.cc's: it was registered here too, and the registry now refuses
 // such duplicates.)
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "providers/cpu/nn/nn_util.h"
 #include "providers/cpu/quant/qconv_int8.h"
 #include "providers/cpu/quant/quant_util.h"
+#include "providers/cpu/quant/quant_vec.h"
 #include "providers/cpu/quant/requantize.h"
 #include "providers/kernel.h"
 
@@ -34,7 +36,8 @@ Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x
                                        const Tensor* w_zp, const nn::WindowAttributes& attrs, int64_t group,
                                        ThreadPool* pool, const quant::PackedConvWeights& packed,
                                        const std::function<Status(IntegerConvResult&)>& before,
-                                       const quant::ConvBlockDone& done) {
+                                       const quant::ConvBlockDone& done, const std::vector<int32_t>* bias,
+                                       const quant::ConvPixelBlockDone& in_place_done) {
   if (!is_int8_type(x.dtype()) || !is_int8_type(w.dtype())) {
     return not_implemented(label, ": inputs x and w have element types ", dtype_name(x.dtype()), " and ",
                            dtype_name(w.dtype()), ", expected int8 or uint8");
@@ -76,6 +79,10 @@ Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x
   if (before) ONYX_RETURN_IF_ERROR(before(result));
   if (shape_size(result.shape) == 0) return result;
   // The sums go block by block from the GEMM to `done`, never to memory whole.
+  if (in_place_done && packed.shape == w.shape() && quant::conv_int8_in_place_ready(x, packed, group, window)) {
+    quant::conv_int8_in_place(x, x_zero, packed, bias != nullptr ? bias->data() : nullptr, window, pool, in_place_done);
+    return result;
+  }
   quant::PackedConvWeights fresh;
   const quant::PackedConvWeights* weights = &packed;
   if (packed.empty() || packed.shape != w.shape()) {
@@ -101,7 +108,8 @@ class QLinearConvKernel final : public Kernel {
     }
     if (zp != nullptr && (zp->dtype() != w->dtype() || (zp->size() != 1 && zp->size() != w->dim(0)))) return;
     const std::vector<int32_t> zero = zp != nullptr ? int8_as_int32(*zp) : std::vector<int32_t>();
-    packed_w_ = quant::pack_conv_weights(*w, zero.data(), static_cast<int64_t>(zero.size()), group_);
+    packed_w_ = quant::pack_conv_weights(*w, zero.data(), static_cast<int64_t>(zero.size()), group_, Int8Isa::kAuto,
+                                         /*in_place=*/true);
   }
 
   Status compute(KernelContext& ctx) const override {
@@ -176,6 +184,23 @@ class QLinearConvKernel final : public Kernel {
               quant::requantize_block(block, ld, i1 - i0, j1 - j0, bias_values.data() + channel0 + i0,
                                       multiplier.data() + channel0 + i0, false, zero_point, signed_out,
                                       static_cast<uint8_t*>(y->raw_data()) + at, spatial);
+            },
+            &bias_values,
+            [&](int64_t n, int64_t p0, int64_t p1, int64_t c0, int64_t c1, const int32_t* block, int64_t ld) {
+              // Pixels by channels (bias included): requantized per channel,
+              // then written to the NCHW output channel by channel.
+              const int64_t rows = p1 - p0, cols = c1 - c0, spatial = result->spatial;
+              uint8_t* y_data = static_cast<uint8_t*>(y->raw_data()) + (n * result->channels_out + c0) * spatial + p0;
+              uint8_t staged[64 * 64];
+              for (int64_t q0 = 0; q0 < rows; q0 += 64) {
+                const int64_t count = std::min<int64_t>(64, rows - q0);
+                for (int64_t j = 0; j < cols; j += 64) {
+                  const int64_t width = std::min<int64_t>(64, cols - j);
+                  quant::requantize_block(block + q0 * ld + j, ld, count, width, nullptr, multiplier.data() + c0 + j,
+                                          true, zero_point, signed_out, staged, 64);
+                  quant::transpose_bytes(staged, 64, count, width, y_data + j * spatial + q0, spatial);
+                }
+              }
             }));
     (void)r;
     return Status::ok();

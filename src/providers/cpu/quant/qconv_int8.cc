@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "providers/cpu/quant/quant_vec.h"
+
 namespace onyx::cpu::quant {
 namespace {
 
@@ -84,10 +86,35 @@ bool is_pointwise(const nn::Window& win) {
 
 }  // namespace
 
+// W [M, C, taps] of int8 as B [taps * C, M] (row t * C + c holds W[:, c, t]),
+// packed for the in-place convolution; empty when the kernel cannot read
+// rows in place for this C.
+PackedInt8 pack_in_place(const Tensor& w, Int8Isa isa) {
+  const int64_t m = w.dim(0), c = w.dim(1), taps = w.size() / std::max<int64_t>(m * c, 1);
+  const int64_t k = taps * c;
+  const auto* src = w.data<int8_t>();
+  std::vector<int8_t> b(static_cast<size_t>(k * m));
+  for (int64_t o = 0; o < m; ++o)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t t = 0; t < taps; ++t) b[static_cast<size_t>((t * c + ci) * m + o)] = src[(o * c + ci) * taps + t];
+  PackedInt8 packed = pack_int8_b(Int8Matrix{b.data(), true, k, m, m, false}, nullptr, 0, isa);
+  if (!int8_indirect_supported(packed, taps)) return {};
+  return packed;
+}
+
 PackedConvWeights pack_conv_weights(const Tensor& w, const int32_t* zero_points, int64_t zero_count, int64_t group,
-                                    Int8Isa isa) {
+                                    Int8Isa isa, bool in_place) {
   PackedConvWeights packed;
   packed.shape = w.shape();
+  bool zero_weights_zero = true;
+  for (int64_t i = 0; i < zero_count; ++i) zero_weights_zero = zero_weights_zero && zero_points[i] == 0;
+  if (in_place && group == 1 && w.rank() == 4 && w.dtype() == DataType::kInt8 && zero_weights_zero && w.size() > 0) {
+    packed.in_place = pack_in_place(w, isa);
+    if (!packed.in_place.empty()) {
+      packed.in_place_sums = int8_column_sums(packed.in_place);
+      return packed;
+    }
+  }
   const int64_t m = w.dim(0), mg = m / group, kg = m == 0 ? 0 : w.size() / m;
   const auto* data = static_cast<const uint8_t*>(w.raw_data());
   for (int64_t g = 0; g < group; ++g) {
@@ -133,6 +160,62 @@ void conv_int8(const Tensor& x, int32_t x_zero, const PackedConvWeights& w, int6
         qgemm_int8(wg, columns, out, pixels, pool);
       }
     }
+  }
+}
+
+bool conv_int8_in_place_ready(const Tensor& x, const PackedConvWeights& w, int64_t group, const nn::Window& window) {
+  return !w.in_place.empty() && group == 1 && x.dtype() == DataType::kUInt8 && x.rank() == 4 && window.rank() == 2 &&
+         w.shape.size() == 4 && x.dim(1) == w.shape[1] && window.kernel[0] == w.shape[2] &&
+         window.kernel[1] == w.shape[3];
+}
+
+void conv_int8_in_place(const Tensor& x, int32_t x_zero, const PackedConvWeights& w, const int32_t* bias,
+                        const nn::Window& window, ThreadPool* pool, const ConvPixelBlockDone& done) {
+  const int64_t batch = x.dim(0), channels = x.dim(1), m = w.shape[0];
+  const int64_t ih = window.input[0], iw = window.input[1], plane = ih * iw;
+  const int64_t oh = window.output[0], ow = window.output[1], pixels = oh * ow;
+  const int64_t kh = window.kernel[0], kw = window.kernel[1], taps = kh * kw;
+  const int64_t sh = window.strides[0], sw = window.strides[1], dh = window.dilations[0], dw = window.dilations[1];
+  const int64_t top = window.pads[0], left = window.pads[1];
+  // C(p, j) = sum (x - x_zero) w + bias = dot - (x_zero * colsum(j) - bias(j)).
+  std::vector<int32_t> adjust(static_cast<size_t>(m));
+  for (int64_t j = 0; j < m; ++j) {
+    const uint32_t term =
+        static_cast<uint32_t>(x_zero) * static_cast<uint32_t>(w.in_place_sums[static_cast<size_t>(j)]);
+    adjust[static_cast<size_t>(j)] = static_cast<int32_t>(term - static_cast<uint32_t>(bias != nullptr ? bias[j] : 0));
+  }
+  const std::vector<uint8_t> padding(static_cast<size_t>(channels), static_cast<uint8_t>(x_zero));
+  std::vector<uint8_t> nhwc(static_cast<size_t>(plane * channels));
+  const auto* data = static_cast<const uint8_t*>(x.raw_data());
+  for (int64_t n = 0; n < batch; ++n) {
+    // [C, H*W] -> [H*W, C], a block of 64 pixels of every channel at a time.
+    const uint8_t* image = data + n * channels * plane;
+    parallel_for(pool, (plane + 63) / 64, static_cast<double>(64 * channels), [&](int64_t begin, int64_t end) {
+      for (int64_t blk = begin; blk < end; ++blk) {
+        const int64_t p0 = blk * 64, p1 = std::min(plane, p0 + 64);
+        transpose_bytes(image + p0, plane, channels, p1 - p0, nhwc.data() + p0 * channels, channels);
+      }
+    });
+    const uint8_t* base = nhwc.data();
+    qgemm_int8_indirect(
+        pixels, taps,
+        [&](int64_t p0, int64_t count, const uint8_t** out) {
+          for (int64_t i = 0; i < count; ++i) {
+            const int64_t p = p0 + i, y = p / ow, xo = p % ow;
+            for (int64_t a = 0; a < kh; ++a) {
+              const int64_t r = y * sh - top + a * dh;
+              for (int64_t b = 0; b < kw; ++b) {
+                const int64_t col = xo * sw - left + b * dw;
+                const bool inside = r >= 0 && r < ih && col >= 0 && col < iw;
+                out[(a * kw + b) * count + i] = inside ? base + (r * iw + col) * channels : padding.data();
+              }
+            }
+          }
+        },
+        w.in_place, adjust.data(), pool,
+        [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1, const int32_t* block, int64_t ld) {
+          done(n, i0, i1, j0, j1, block, ld);
+        });
   }
 }
 

@@ -378,6 +378,58 @@ void qgemm_int8(const PackedInt8& a, const PackedInt8& b, int32_t* c, int64_t ld
   });
 }
 
+bool int8_indirect_supported(const PackedInt8& b, int64_t taps) {
+  if (b.empty() || taps < 1 || b.rows() % taps != 0) return false;
+  const Int8Kernel& kern = PackedInt8Access::kernel(b);
+  return kern.indirect[0] != nullptr && kern.elem_size == 1 && (b.rows() / taps) % kern.group == 0;
+}
+
+std::vector<int32_t> int8_column_sums(const PackedInt8& b) {
+  const int32_t* sums = PackedInt8Access::sum(b);
+  return std::vector<int32_t>(sums, sums + b.cols());
+}
+
+void qgemm_int8_indirect(int64_t m, int64_t taps, const Int8RowPointers& rows, const PackedInt8& b,
+                         const int32_t* adjust, ThreadPool* pool, const Int8BlockDone& done) {
+  if (!int8_indirect_supported(b, taps)) {
+    throw std::logic_error("qgemm_int8_indirect: the packed operand's kernel does not read rows in place");
+  }
+  const Int8Kernel& kern = PackedInt8Access::kernel(b);
+  const int64_t n = b.cols(), k = b.rows();
+  if (m == 0 || n == 0) return;
+  const int64_t mr = kern.mr, nr = kern.nr, groups = k / taps / kern.group;
+  const int64_t block_rows = std::max<int64_t>(1, 64 / mr) * mr;
+  const int64_t m_blocks = (m + block_rows - 1) / block_rows, n_panels = (n + nr - 1) / nr;
+  const size_t b_panel_bytes = static_cast<size_t>(PackedInt8Access::groups(b) * nr * kern.group * kern.elem_size);
+  const unsigned char* b_panels = PackedInt8Access::panels(b);
+  std::vector<int32_t> adjusted(static_cast<size_t>(n_panels * nr), 0);
+  std::copy(adjust, adjust + n, adjusted.begin());
+  const double cost = 2.0 * static_cast<double>(block_rows * nr) * static_cast<double>(std::max<int64_t>(k, 1));
+  // Blocks of rows first, panels of B inside: a thread's consecutive tasks
+  // share one block's row addresses, made once.
+  parallel_for(pool, m_blocks * n_panels, cost, [&](int64_t begin, int64_t end) {
+    std::vector<const uint8_t*> pointers(static_cast<size_t>(taps * block_rows));
+    std::vector<int32_t> scratch(static_cast<size_t>(block_rows * nr));
+    int64_t pointers_for = -1;
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t block = task / n_panels, pj = task % n_panels;
+      const int64_t j0 = pj * nr, cols = std::min(nr, n - j0);
+      const int64_t i0 = block * block_rows, i1 = std::min(m, i0 + block_rows), count = i1 - i0;
+      if (block != pointers_for) {
+        rows(i0, count, pointers.data());
+        pointers_for = block;
+      }
+      const unsigned char* b_panel = b_panels + static_cast<size_t>(pj) * b_panel_bytes;
+      for (int64_t i = i0; i < i1; i += mr) {
+        const int64_t r = std::min(mr, i1 - i);
+        kern.indirect[r - 1](taps, groups, pointers.data() + (i - i0), count, b_panel, adjusted.data() + j0,
+                             scratch.data() + (i - i0) * nr, nr, cols);
+      }
+      done(i0, i1, j0, j0 + cols, scratch.data(), nr);
+    }
+  });
+}
+
 void qgemm_int8_reference(const Int8Matrix& a, const int32_t* a_zero, int64_t a_zero_count, const Int8Matrix& b,
                           const int32_t* b_zero, int64_t b_zero_count, int32_t* c, int64_t ldc) {
   for (int64_t i = 0; i < a.rows; ++i) {

@@ -96,6 +96,26 @@ using Int8BlockDone =
 void qgemm_int8(const PackedInt8& a, const PackedInt8& b, int32_t* c, int64_t ldc, ThreadPool* pool,
                 const Int8BlockDone& done = {});
 
+// Rows of A read in place (a convolution's NHWC image: no im2col, no
+// packing per run). Row i of A is `taps` segments of K / taps uint8 values;
+// rows(i0, count, out) writes the addresses of the segments of rows i0 ..
+// i0 + count - 1, segment t of row i0 + i at out[t * count + i], from any
+// thread.
+using Int8RowPointers = std::function<void(int64_t i0, int64_t count, const uint8_t** out)>;
+
+// Whether qgemm_int8_indirect can run with b: its kernel reads rows in place
+// and K / taps is a whole number of the kernel's k groups.
+bool int8_indirect_supported(const PackedInt8& b, int64_t taps);
+
+// The column sums of B as stored (B itself for an int8 B), b.cols() values.
+std::vector<int32_t> int8_column_sums(const PackedInt8& b);
+
+// C[M, N] = A (uint8, through `rows`) times B (int8, packed; zero points
+// ignored) minus adjust[j] per column (N values: a caller folds A's zero
+// point and a bias in), block by block to `done` as qgemm_int8's.
+void qgemm_int8_indirect(int64_t m, int64_t taps, const Int8RowPointers& rows, const PackedInt8& b,
+                         const int32_t* adjust, ThreadPool* pool, const Int8BlockDone& done);
+
 // The plain loop, in int64 then truncated to int32 as the ops' reference
 // (tests and one-off checks): zero points as in pack_int8_*.
 void qgemm_int8_reference(const Int8Matrix& a, const int32_t* a_zero, int64_t a_zero_count, const Int8Matrix& b,

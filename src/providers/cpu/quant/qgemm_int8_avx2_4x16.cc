@@ -99,7 +99,7 @@ ONYX_AVX2 void column_sums(int64_t groups, const void* b_panel, int32_t* sums) {
 }
 
 const Int8Kernel kAvx2 = {
-    "avx2_4x16", kMR, kNR, kG, 2, {tile<1>, tile<2>, tile<3>, tile<4>}, column_sums,
+    "avx2_4x16", kMR, kNR, kG, 2, {tile<1>, tile<2>, tile<3>, tile<4>}, column_sums, {},
 };
 
 }  // namespace

@@ -68,6 +68,43 @@ ONYX_VNNI void tile(int64_t groups, const void* a_panel, const void* b_panel, co
   }
 }
 
+// The same product with A's rows read in place: per tap, M row pointers
+// (one per output pixel) into an NHWC image, each giving `groups` groups of
+// four channels; the panel of B runs through all taps' groups in order.
+template <int M>
+ONYX_VNNI void indirect_tile(int64_t taps, int64_t groups, const uint8_t* const* rows, int64_t row_stride,
+                             const void* b_panel, const int32_t* adjust, int32_t* c, int64_t ldc, int64_t n) {
+  const auto* b = static_cast<const int8_t*>(b_panel);
+  __m512i acc[M][2];
+#pragma GCC unroll 8
+  for (int i = 0; i < M; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
+  for (int64_t t = 0; t < taps; ++t) {
+    const uint8_t* a[M];
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) a[i] = rows[t * row_stride + i];
+    for (int64_t g = 0; g < groups; ++g, b += kNR * kG) {
+      const __m512i b0 = _mm512_loadu_si512(b);
+      const __m512i b1 = _mm512_loadu_si512(b + 64);
+#pragma GCC unroll 8
+      for (int i = 0; i < M; ++i) {
+        int32_t quad;
+        std::memcpy(&quad, a[i] + g * kG, sizeof quad);
+        const __m512i av = _mm512_set1_epi32(quad);
+        acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], av, b0);
+        acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], av, b1);
+      }
+    }
+  }
+  const __mmask16 lo = static_cast<__mmask16>(n >= 16 ? 0xFFFF : (1u << n) - 1);
+  const __mmask16 hi = static_cast<__mmask16>(n >= 32 ? 0xFFFF : n <= 16 ? 0 : (1u << (n - 16)) - 1);
+  const __m512i adj0 = _mm512_loadu_si512(adjust), adj1 = _mm512_loadu_si512(adjust + 16);
+#pragma GCC unroll 8
+  for (int i = 0; i < M; ++i) {
+    _mm512_mask_storeu_epi32(c + i * ldc, lo, _mm512_sub_epi32(acc[i][0], adj0));
+    _mm512_mask_storeu_epi32(c + i * ldc + 16, hi, _mm512_sub_epi32(acc[i][1], adj1));
+  }
+}
+
 ONYX_VNNI void column_sums(int64_t groups, const void* b_panel, int32_t* sums) {
   const auto* b = static_cast<const int8_t*>(b_panel);
   const __m512i ones = _mm512_set1_epi8(1);
@@ -81,8 +118,15 @@ ONYX_VNNI void column_sums(int64_t groups, const void* b_panel, int32_t* sums) {
 }
 
 const Int8Kernel kVnni = {
-    "avx512vnni_8x32", kMR, kNR, kG, 1, {tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>, tile<7>, tile<8>},
+    "avx512vnni_8x32",
+    kMR,
+    kNR,
+    kG,
+    1,
+    {tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>, tile<7>, tile<8>},
     column_sums,
+    {indirect_tile<1>, indirect_tile<2>, indirect_tile<3>, indirect_tile<4>, indirect_tile<5>, indirect_tile<6>,
+     indirect_tile<7>, indirect_tile<8>},
 };
 
 }  // namespace

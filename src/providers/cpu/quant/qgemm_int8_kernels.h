@@ -34,6 +34,16 @@ using Int8Tile = void (*)(int64_t groups, const void* a, const void* b, const in
                           const int32_t* b_zero, const int32_t* b_sum, int32_t* c, int64_t ldc, int64_t n,
                           bool accumulate);
 
+// One MR x NR tile whose A rows are read in place (an NHWC image, for a
+// convolution without im2col): row i's k values are `taps` segments of
+// groups * G uint8 values, segment t starting at rows[t * row_stride + i]
+// (no offset: A must be uint8). b is a packed panel of taps * groups groups.
+//   C(i, j) = sum over the segments' k of a(i, k) * b(k, j) - adjust[j]
+// for i < m (the template's row count) and j < n (1..NR); adjust is padded
+// to NR. Kernels without one leave the table entries null.
+using Int8IndirectTile = void (*)(int64_t taps, int64_t groups, const uint8_t* const* rows, int64_t row_stride,
+                                  const void* b, const int32_t* adjust, int32_t* c, int64_t ldc, int64_t n);
+
 // sums[j] = sum over k of B'(k, j) for one packed panel of NR columns.
 using ColumnSums = void (*)(int64_t groups, const void* b, int32_t* sums);
 
@@ -47,6 +57,7 @@ struct Int8Kernel {
   int64_t elem_size;      // bytes per stored value: 1 (uint8 A', int8 B') or 2 (int16)
   Int8Tile tile[kMaxMR];  // tile[m - 1] computes m rows, m = 1..mr
   ColumnSums column_sums;
+  Int8IndirectTile indirect[kMaxMR];  // the same for rows read in place; null entries where unsupported
 };
 
 // The kernels each ISA file provides; nullptr where the file was compiled for

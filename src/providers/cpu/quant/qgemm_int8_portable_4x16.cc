@@ -43,6 +43,27 @@ void tile(int64_t groups, const void* a_panel, const void* b_panel, const int32_
   }
 }
 
+template <int M>
+void indirect_tile(int64_t taps, int64_t groups, const uint8_t* const* rows, int64_t row_stride, const void* b_panel,
+                   const int32_t* adjust, int32_t* c, int64_t ldc, int64_t n) {
+  const auto* b = static_cast<const int8_t*>(b_panel);
+  uint32_t acc[M][kNR] = {};
+  for (int64_t t = 0; t < taps; ++t) {
+    for (int64_t g = 0; g < groups; ++g, b += kNR * kG) {
+      for (int i = 0; i < M; ++i) {
+        const uint8_t* a = rows[t * row_stride + i] + g * kG;
+        for (int j = 0; j < kNR; ++j) {
+          int32_t dot = 0;
+          for (int q = 0; q < kG; ++q) dot += static_cast<int32_t>(a[q]) * b[j * kG + q];
+          acc[i][j] += static_cast<uint32_t>(dot);
+        }
+      }
+    }
+  }
+  for (int i = 0; i < M; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = static_cast<int32_t>(acc[i][j] - static_cast<uint32_t>(adjust[j]));
+}
+
 void column_sums(int64_t groups, const void* b_panel, int32_t* sums) {
   const auto* b = static_cast<const int8_t*>(b_panel);
   for (int j = 0; j < kNR; ++j) sums[j] = 0;
@@ -52,7 +73,14 @@ void column_sums(int64_t groups, const void* b_panel, int32_t* sums) {
 }
 
 const Int8Kernel kPortable = {
-    "portable_4x16", kMR, kNR, kG, 1, {tile<1>, tile<2>, tile<3>, tile<4>}, column_sums,
+    "portable_4x16",
+    kMR,
+    kNR,
+    kG,
+    1,
+    {tile<1>, tile<2>, tile<3>, tile<4>},
+    column_sums,
+    {indirect_tile<1>, indirect_tile<2>, indirect_tile<3>, indirect_tile<4>},
 };
 
 }  // namespace
