@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "providers/cpu/quant/quant_vec.h"
 
@@ -86,17 +87,22 @@ bool is_pointwise(const nn::Window& win) {
 
 }  // namespace
 
-// W [M, C, taps] of int8 as B [taps * C, M] (row t * C + c holds W[:, c, t]),
-// packed for the in-place convolution; empty when the kernel cannot read
-// rows in place for this C.
+// The channels of a pixel in the in-place convolution's NHWC image: C
+// rounded up to whole groups of four (a 3-channel stem conv reads four bytes
+// a pixel; the fourth meets zero weights).
+int64_t in_place_channels(int64_t c) { return (c + 3) / 4 * 4; }
+
+// W [M, C, taps] of int8 as B [taps * C', M] (row t * C' + c holds W[:, c,
+// t], zero rows for the padded channels), packed for the in-place
+// convolution; empty when the kernel cannot read rows in place.
 PackedInt8 pack_in_place(const Tensor& w, Int8Isa isa) {
   const int64_t m = w.dim(0), c = w.dim(1), taps = w.size() / std::max<int64_t>(m * c, 1);
-  const int64_t k = taps * c;
+  const int64_t cp = in_place_channels(c), k = taps * cp;
   const auto* src = w.data<int8_t>();
-  std::vector<int8_t> b(static_cast<size_t>(k * m));
+  std::vector<int8_t> b(static_cast<size_t>(k * m), 0);
   for (int64_t o = 0; o < m; ++o)
     for (int64_t ci = 0; ci < c; ++ci)
-      for (int64_t t = 0; t < taps; ++t) b[static_cast<size_t>((t * c + ci) * m + o)] = src[(o * c + ci) * taps + t];
+      for (int64_t t = 0; t < taps; ++t) b[static_cast<size_t>((t * cp + ci) * m + o)] = src[(o * c + ci) * taps + t];
   PackedInt8 packed = pack_int8_b(Int8Matrix{b.data(), true, k, m, m, false}, nullptr, 0, isa);
   if (!int8_indirect_supported(packed, taps)) return {};
   return packed;
@@ -171,7 +177,7 @@ bool conv_int8_in_place_ready(const Tensor& x, const PackedConvWeights& w, int64
 
 void conv_int8_in_place(const Tensor& x, int32_t x_zero, const PackedConvWeights& w, const int32_t* bias,
                         const nn::Window& window, ThreadPool* pool, const ConvPixelBlockDone& done) {
-  const int64_t batch = x.dim(0), channels = x.dim(1), m = w.shape[0];
+  const int64_t batch = x.dim(0), channels = x.dim(1), stride = in_place_channels(channels), m = w.shape[0];
   const int64_t ih = window.input[0], iw = window.input[1], plane = ih * iw;
   const int64_t oh = window.output[0], ow = window.output[1], pixels = oh * ow;
   const int64_t kh = window.kernel[0], kw = window.kernel[1], taps = kh * kw;
@@ -184,8 +190,12 @@ void conv_int8_in_place(const Tensor& x, int32_t x_zero, const PackedConvWeights
         static_cast<uint32_t>(x_zero) * static_cast<uint32_t>(w.in_place_sums[static_cast<size_t>(j)]);
     adjust[static_cast<size_t>(j)] = static_cast<int32_t>(term - static_cast<uint32_t>(bias != nullptr ? bias[j] : 0));
   }
-  const std::vector<uint8_t> padding(static_cast<size_t>(channels), static_cast<uint8_t>(x_zero));
-  std::vector<uint8_t> nhwc(static_cast<size_t>(plane * channels));
+  // Padded channels hold x_zero too (their weights are zero; any byte would do).
+  const std::vector<uint8_t> padding(static_cast<size_t>(stride), static_cast<uint8_t>(x_zero));
+  const size_t nhwc_size = static_cast<size_t>(plane * stride);
+  std::unique_ptr<uint8_t[]> nhwc_buffer(new uint8_t[nhwc_size]);  // written whole by the transposes
+  uint8_t* nhwc = nhwc_buffer.get();
+  if (stride != channels) std::memset(nhwc, x_zero, nhwc_size);
   const auto* data = static_cast<const uint8_t*>(x.raw_data());
   for (int64_t n = 0; n < batch; ++n) {
     // [C, H*W] -> [H*W, C], a block of 64 pixels of every channel at a time.
@@ -193,10 +203,10 @@ void conv_int8_in_place(const Tensor& x, int32_t x_zero, const PackedConvWeights
     parallel_for(pool, (plane + 63) / 64, static_cast<double>(64 * channels), [&](int64_t begin, int64_t end) {
       for (int64_t blk = begin; blk < end; ++blk) {
         const int64_t p0 = blk * 64, p1 = std::min(plane, p0 + 64);
-        transpose_bytes(image + p0, plane, channels, p1 - p0, nhwc.data() + p0 * channels, channels);
+        transpose_bytes(image + p0, plane, channels, p1 - p0, nhwc + p0 * stride, stride);
       }
     });
-    const uint8_t* base = nhwc.data();
+    const uint8_t* base = nhwc;
     qgemm_int8_indirect(
         pixels, taps,
         [&](int64_t p0, int64_t count, const uint8_t** out) {
@@ -207,7 +217,7 @@ void conv_int8_in_place(const Tensor& x, int32_t x_zero, const PackedConvWeights
               for (int64_t b = 0; b < kw; ++b) {
                 const int64_t col = xo * sw - left + b * dw;
                 const bool inside = r >= 0 && r < ih && col >= 0 && col < iw;
-                out[(a * kw + b) * count + i] = inside ? base + (r * iw + col) * channels : padding.data();
+                out[(a * kw + b) * count + i] = inside ? base + (r * iw + col) * stride : padding.data();
               }
             }
           }

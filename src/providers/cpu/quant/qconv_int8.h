@@ -18,9 +18,9 @@ namespace onyx::cpu::quant {
 
 // W packed per group; `zero_points` one value or one per output channel.
 // With in_place (and where the int8 GEMM's kernel reads rows in place: the
-// AVX-512 VNNI and portable ones), a 2-D W of int8 with zero points 0, group
-// 1 and a channel count of whole k groups is packed for conv_int8_in_place
-// instead: as B [taps * C, M], tap-major. `groups` is then empty (a run
+// AVX-512 VNNI and portable ones), a 2-D W of int8 with zero points 0 and
+// group 1 is packed for conv_int8_in_place instead: as B [taps * C', M],
+// tap-major, C' the channels rounded up to groups of four. `groups` is then empty (a run
 // that cannot go in place packs W for conv_int8 itself).
 struct PackedConvWeights {
   std::vector<PackedInt8> groups;
