@@ -114,18 +114,9 @@ class QLinearBinaryKernel final : public Kernel {
     const auto* pb = static_cast<const uint8_t*>(b->raw_data());
     auto* pc = static_cast<uint8_t*>(c.raw_data());
     parallel_for(ctx.thread_pool(), plan.output_size(), 4.0, [&](int64_t begin, int64_t end) {
-      // Blocks of a span go through float: both operands dequantized, then
-      // combined and quantized, each step a vector loop (quant_vec.h).
-      constexpr int64_t kBlock = 256;
-      float x[kBlock], y[kBlock];
       plan.for_each_span(begin, end, [&](const int64_t* offsets, int64_t out, int64_t count) {
-        for (int64_t k0 = 0; k0 < count; k0 += kBlock) {
-          const int64_t n = std::min(kBlock, count - k0);
-          quant::dequantize_bytes(pa + offsets[0] + k0 * sa, sa, n, is_signed, qa.zero, qa.scale, x);
-          quant::dequantize_bytes(pb + offsets[1] + k0 * sb, sb, n, is_signed, qb.zero, qb.scale, y);
-          for (int64_t k = 0; k < n; ++k) x[k] = kMul ? x[k] * y[k] : x[k] + y[k];
-          quant::quantize_floats(x, n, qc.scale, qc.zero, is_signed, pc + out + k0);
-        }
+        quant::qlinear_binary(pa + offsets[0], sa, qa.zero, qa.scale, pb + offsets[1], sb, qb.zero, qb.scale, count,
+                              kMul, is_signed, qc.zero, qc.scale, pc + out);
       });
     });
     return Status::ok();

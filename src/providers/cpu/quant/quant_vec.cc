@@ -82,7 +82,52 @@ void dequantize_loop(const uint8_t* x, int64_t n, uint8_t flip, float zero, floa
   for (int64_t i = 0; i < n; ++i) out[i] = (static_cast<float>(static_cast<uint8_t>(x[i] ^ flip)) - zero) * scale;
 }
 
+// QLinearAdd / QLinearMul of two contiguous spans in one pass (operands in
+// the unsigned domain, as dequantize_loop), with the scales folded into
+// ratios as onnxruntime's kernels do: (a - za) * sa / sc + (b - zb) * sb / sc
+// for add (ra, rb the two ratios), (a - za) * (b - zb) * (sa * sb / sc) for
+// mul (ra the ratio, rb unused). No division per element.
+ONYX_TARGET_CLONES
+void binary_loop(const uint8_t* a, const uint8_t* b, int64_t n, bool mul, uint8_t flip, float za, float ra, float zb,
+                 float rb, float low, float high, float zero, uint8_t* c) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = static_cast<float>(static_cast<uint8_t>(a[i] ^ flip)) - za;
+    const float y = static_cast<float>(static_cast<uint8_t>(b[i] ^ flip)) - zb;
+    float r = mul ? x * y * ra : x * ra + y * rb;
+    r = r == r ? r : 0.0f;
+    r = r < low ? low : r;
+    r = r > high ? high : r;
+    r = (r + kRoundMagic) - kRoundMagic;
+    c[i] = static_cast<uint8_t>(static_cast<int32_t>(r + zero));
+  }
+}
+
 }  // namespace
+
+void qlinear_binary(const void* a, int64_t sa, int32_t za, float scale_a, const void* b, int64_t sb, int32_t zb,
+                    float scale_b, int64_t n, bool mul, bool is_signed, int32_t zc, float scale_c, void* c) {
+  const auto* pa = static_cast<const uint8_t*>(a);
+  const auto* pb = static_cast<const uint8_t*>(b);
+  auto* pc = static_cast<uint8_t*>(c);
+  if (sa == 1 && sb == 1) {
+    const float shift = is_signed ? 128.0f : 0.0f, low = is_signed ? -128.0f : 0.0f, high = is_signed ? 127.0f : 255.0f;
+    const float z = static_cast<float>(zc);
+    const float ra = mul ? scale_a * scale_b / scale_c : scale_a / scale_c, rb = scale_b / scale_c;
+    binary_loop(pa, pb, n, mul, is_signed ? 0x80 : 0x00, static_cast<float>(za) + shift, ra,
+                static_cast<float>(zb) + shift, rb, low - z, high - z, z, pc);
+    return;
+  }
+  // A broadcast operand: through float blocks.
+  constexpr int64_t kBlock = 256;
+  float x[kBlock], y[kBlock];
+  for (int64_t k0 = 0; k0 < n; k0 += kBlock) {
+    const int64_t count = std::min(kBlock, n - k0);
+    dequantize_bytes(pa + k0 * sa, sa, count, is_signed, za, scale_a, x);
+    dequantize_bytes(pb + k0 * sb, sb, count, is_signed, zb, scale_b, y);
+    for (int64_t k = 0; k < count; ++k) x[k] = mul ? x[k] * y[k] : x[k] + y[k];
+    quantize_floats(x, count, scale_c, zc, is_signed, pc + k0);
+  }
+}
 
 void quantize_floats(const float* x, int64_t n, float scale, int32_t zero, bool is_signed, void* y,
                      bool nan_to_lowest) {

@@ -24,6 +24,15 @@ void float_range_with_zero(const float* x, int64_t n, float& lo, float& hi);
 // uint8; stride 0 repeats x[0] (a broadcast operand).
 void dequantize_bytes(const void* x, int64_t stride, int64_t n, bool is_signed, int32_t zero, float scale, float* out);
 
+// c[i] = saturate(round_half_even(((a[i * sa] - za) * scale_a  op  (b[i * sb]
+// - zb) * scale_b) / scale_c) + zc), op + or * (mul), for i < n: QLinearAdd
+// and QLinearMul over one span of int8 (is_signed) or uint8 bytes, strides 0
+// (a broadcast operand) or 1. Contiguous spans multiply by scale ratios
+// instead of dividing (onnxruntime's arithmetic), which can move a near-tie
+// by one quantum.
+void qlinear_binary(const void* a, int64_t sa, int32_t za, float scale_a, const void* b, int64_t sb, int32_t zb,
+                    float scale_b, int64_t n, bool mul, bool is_signed, int32_t zc, float scale_c, void* c);
+
 // dst[c * dst_stride + r] = src[r * src_stride + c] for r < rows, c < cols:
 // a byte matrix transposed (NCHW <-> NHWC of 8-bit tensors), 16 x 16 bytes
 // at a time.
