@@ -352,11 +352,19 @@ void qgemm_int8(const PackedInt8& a, const PackedInt8& b, int32_t* c, int64_t ld
   const int32_t* b_zero = PackedInt8Access::zero(b);
   const int32_t* b_sum = PackedInt8Access::sum(b);
   const double cost = 2.0 * static_cast<double>(block_rows * nr) * static_cast<double>(std::max<int64_t>(k, 1));
+  // Rows first when A is large: consecutive blocks share A's rows (kept in
+  // L2) while B's panels stream past. When all of packed A fits in L2 (a
+  // transformer's 128 tokens), panels first instead: each panel of B (the
+  // weights, read from memory) is read once and serves every block of rows
+  // while it is in L1, and the threads split B between them.
+  const size_t a_bytes = static_cast<size_t>((m + mr - 1) / mr) * a_panel_bytes;
+  const bool panels_first = m_blocks > 1 && a_bytes <= (size_t{512} << 10);
   parallel_for(pool, m_blocks * n_panels, cost, [&](int64_t begin, int64_t end) {
     // Without C, each block goes to this buffer (in L1) and straight to `done`.
     std::vector<int32_t> scratch(c == nullptr ? static_cast<size_t>(block_rows * nr) : 0);
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t block = task / n_panels, pj = task % n_panels;
+      const int64_t block = panels_first ? task % m_blocks : task / n_panels;
+      const int64_t pj = panels_first ? task / m_blocks : task % n_panels;
       const int64_t j0 = pj * nr, cols = std::min(nr, n - j0);
       const int64_t i0 = block * block_rows, i1 = std::min(m, i0 + block_rows);
       const unsigned char* b_panel = b_panels + static_cast<size_t>(pj) * b_panel_bytes;
