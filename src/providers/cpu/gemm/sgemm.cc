@@ -416,7 +416,15 @@ void run_row_packed(const SgemmKernel& kern, int64_t N, int64_t K, float alpha, 
   // range of panels is read as one sequential stream per K block (panel by
   // panel, it was a jump of a whole K block every 32 KiB, which kept the
   // hardware prefetchers from ever running ahead of this memory-bound loop).
-  parallel_for(pool, panels, 2.0 * static_cast<double>(K * nr), [&](int64_t begin, int64_t end) {
+  //
+  // Tasks of 8 panels (256 columns), taken by parallel_for_tasks: each thread
+  // streams its own contiguous share, and one that finishes first takes the
+  // rest of the other's, so a thread that starts late (woken from sleep,
+  // or preempted on a busy machine) no longer holds the whole product up.
+  constexpr int64_t kPanelsPerTask = 8;
+  const int64_t tasks = (panels + kPanelsPerTask - 1) / kPanelsPerTask;
+  parallel_for_tasks(pool, tasks, 2.0 * static_cast<double>(K * nr * kPanelsPerTask), [&](int64_t task) {
+    const int64_t begin = task * kPanelsPerTask, end = std::min(panels, begin + kPanelsPerTask);
     for (int64_t p0 = 0; p0 < K; p0 += kern.kc) {
       const int64_t kc = std::min(kern.kc, K - p0);
       for (int64_t panel = begin; panel < end; ++panel) {
