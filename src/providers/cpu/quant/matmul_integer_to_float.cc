@@ -102,22 +102,26 @@ Status integer_matmul_to_float(KernelContext& ctx, const void* a, bool a_signed,
   std::vector<float> staging;
   float* y = out.dtype() == DataType::kFloat ? out.data<float>()
                                              : (staging.resize(static_cast<size_t>(rows * n)), staging.data());
-  qgemm_int8(pa, pb, nullptr, n, ctx.thread_pool(),
-             [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1, const int32_t* block, int64_t ld) {
-               for (int64_t i = i0; i < i1; ++i) {
-                 const int32_t* row = block + (i - i0) * ld - j0;
-                 float* o = y + i * n;
-                 if (bias_v.empty()) {
-                   for (int64_t j = j0; j < j1; ++j)
-                     o[j] = static_cast<float>(row[j]) * multiplier[static_cast<size_t>(j)] + 0.0f;
-                 } else {
-                   for (int64_t j = j0; j < j1; ++j) {
-                     const size_t js = static_cast<size_t>(j);
-                     o[j] = static_cast<float>(row[j]) * multiplier[js] + bias_v[js];
-                   }
-                 }
-               }
-             });
+  // Plain pointers in the write-back (no reads through the vectors, which
+  // float stores might alias), so the loops vectorize.
+  const float* scale_of = multiplier.data();
+  const float* bias_of = bias_v.empty() ? nullptr : bias_v.data();
+  qgemm_int8(
+      pa, pb, nullptr, n, ctx.thread_pool(),
+      [y, n, scale_of, bias_of](int64_t i0, int64_t i1, int64_t j0, int64_t j1, const int32_t* block, int64_t ld) {
+        const float* scale = scale_of + j0;
+        const int64_t width = j1 - j0;
+        for (int64_t i = i0; i < i1; ++i) {
+          const int32_t* row = block + (i - i0) * ld;
+          float* o = y + i * n + j0;
+          if (bias_of == nullptr) {
+            for (int64_t j = 0; j < width; ++j) o[j] = static_cast<float>(row[j]) * scale[j] + 0.0f;
+          } else {
+            const float* add = bias_of + j0;
+            for (int64_t j = 0; j < width; ++j) o[j] = static_cast<float>(row[j]) * scale[j] + add[j];
+          }
+        }
+      });
   if (!staging.empty()) write_floats(out, staging.data(), rows * n);
   return Status::ok();
 }
