@@ -97,7 +97,7 @@ fi
 # PyTorch and transformers are only references (the training benchmark
 # bench/train_step.py, transformers' generate() for onyx.genai's tests) and
 # large: installed with --with-torch.
-if [[ " $* " == *" --with-torch "* ]] && ! "$venv/bin/python" -c 'import torch, transformers' 2>/dev/null; then
+if [[ " $* " == *" --with-torch "* ]] && ! "$venv/bin/python" -c 'import torch, torchvision, transformers' 2>/dev/null; then
   echo "onyx setup: installing torch and transformers into $venv (references for training and generation)"
   "$venv/bin/python" -m pip install --disable-pip-version-check -q torch torchvision transformers
 fi
