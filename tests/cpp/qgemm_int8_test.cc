@@ -22,6 +22,7 @@
 #include "common/thread_pool.h"
 #include "kernel_test_util.h"
 #include "providers/cpu/quant/qgemm_int8.h"
+#include "providers/cpu/quant/requantize.h"
 
 namespace onyx {
 namespace {
@@ -334,6 +335,82 @@ TEST(QGemmInt8, ConvIntegerAndQLinearConvMatchDirectLoops) {
             << where << " QLinearConv element " << i;
       }
     }
+  }
+}
+
+// requantize_block against the reference's arithmetic (the sum plus bias
+// times the multiplier in double, rounded half to even, saturated): exact
+// ties (odd sums times 0.5), sums beyond 2^24, multipliers that saturate,
+// per-column and per-row multipliers that are floats and ones that are not,
+// int8 and uint8 outputs.
+TEST(QGemmInt8, RequantizeBlockMatchesDoubleRounding) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int32_t> small(-2000, 2000), big(-2000000000, 2000000000);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t rows = 1 + trial % 5, n = 1 + (trial * 7) % 70, stride = n + 3;
+    const bool per_column = trial % 2 == 0, is_signed = trial % 3 == 0;
+    const double zero = is_signed ? static_cast<double>(trial % 7) - 3.0 : static_cast<double>(trial * 11 % 256);
+    std::vector<int32_t> acc(static_cast<size_t>(rows * stride)), bias(static_cast<size_t>(rows));
+    for (auto& v : acc) v = trial % 4 == 3 ? big(rng) : small(rng);
+    for (auto& v : bias) v = small(rng);
+    std::vector<double> multiplier(static_cast<size_t>(per_column ? n : rows));
+    for (size_t j = 0; j < multiplier.size(); ++j) {
+      // Exact ties, a float ulp off them, ordinary float scales; and in
+      // every eighth trial a multiplier that is no float (the double path).
+      const float kinds[4] = {0.5f, std::nextafter(0.5f, 1.0f), 0.001f * static_cast<float>(1 + j % 9), 1e-7f};
+      multiplier[j] = static_cast<double>(kinds[(static_cast<size_t>(trial) + j) % 4]);
+      if (trial % 8 == 1 && j % 4 == 3) multiplier[j] = 0.1;
+    }
+    std::vector<uint8_t> out(static_cast<size_t>(rows * n));
+    cpu::quant::requantize_block(acc.data(), stride, rows, n, bias.data(), multiplier.data(), per_column, zero,
+                                 is_signed, out.data(), n);
+    const double low = is_signed ? -128.0 : 0.0, high = is_signed ? 127.0 : 255.0;
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        const auto sum = static_cast<int32_t>(static_cast<uint32_t>(acc[static_cast<size_t>(i * stride + j)]) +
+                                              static_cast<uint32_t>(bias[static_cast<size_t>(i)]));
+        const double m = multiplier[static_cast<size_t>(per_column ? j : i)];
+        const double want = std::clamp(std::nearbyint(static_cast<double>(sum) * m) + zero, low, high);
+        const uint8_t byte = out[static_cast<size_t>(i * n + j)];
+        const double got = is_signed ? static_cast<double>(static_cast<int8_t>(byte)) : static_cast<double>(byte);
+        ASSERT_EQ(got, want) << "trial " << trial << " row " << i << " column " << j << " sum " << sum << " multiplier "
+                             << m;
+      }
+    }
+  }
+}
+
+// Sums and float multipliers where rounding the float product gives another
+// integer than rounding the exact one (searched for here): a requantization
+// done in float without a guard would get every one of them wrong.
+TEST(QGemmInt8, RequantizeBlockNearTiesInFloat) {
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> scale(1e-4f, 2e-4f);
+  std::uniform_int_distribution<int> half_of(-100, 100);
+  std::vector<int32_t> sums;
+  std::vector<double> multipliers;
+  for (int attempt = 0; attempt < 1000000 && sums.size() < 48; ++attempt) {
+    // A sum whose exact product lands next to the half-integer k + 0.5.
+    const float m = scale(rng);
+    const double tie = static_cast<double>(half_of(rng)) + 0.5;
+    const auto sum = static_cast<int32_t>(std::llround(tie / static_cast<double>(m)));
+    const double exact = static_cast<double>(sum) * static_cast<double>(m);
+    const float single = static_cast<float>(sum) * m;
+    if (std::nearbyint(static_cast<double>(single)) != std::nearbyint(exact)) {
+      sums.push_back(sum);
+      multipliers.push_back(static_cast<double>(m));
+    }
+  }
+  ASSERT_GE(sums.size(), 16u) << "too few near-ties found to test";
+  const auto n = static_cast<int64_t>(sums.size());
+  std::vector<uint8_t> out(static_cast<size_t>(n));
+  cpu::quant::requantize_block(sums.data(), n, 1, n, nullptr, multipliers.data(), true, 0.0, true, out.data(), n);
+  for (int64_t j = 0; j < n; ++j) {
+    const double want = std::clamp(
+        std::nearbyint(static_cast<double>(sums[static_cast<size_t>(j)]) * multipliers[static_cast<size_t>(j)]), -128.0,
+        127.0);
+    ASSERT_EQ(static_cast<double>(static_cast<int8_t>(out[static_cast<size_t>(j)])), want)
+        << "sum " << sums[static_cast<size_t>(j)] << " multiplier " << multipliers[static_cast<size_t>(j)];
   }
 }
 

@@ -359,10 +359,15 @@ void qgemm_int8(const PackedInt8& a, const PackedInt8& b, int32_t* c, int64_t ld
   // while it is in L1, and the threads split B between them.
   const size_t a_bytes = static_cast<size_t>((m + mr - 1) / mr) * a_panel_bytes;
   const bool panels_first = m_blocks > 1 && a_bytes <= (size_t{512} << 10);
-  parallel_for(pool, m_blocks * n_panels, cost, [&](int64_t begin, int64_t end) {
+  // Tasks through parallel_for_tasks: a thread that finishes its share
+  // takes over the rest of a late one's.
+  parallel_for_tasks(pool, m_blocks * n_panels, cost, [&](int64_t task) {
     // Without C, each block goes to this buffer (in L1) and straight to `done`.
-    std::vector<int32_t> scratch(c == nullptr ? static_cast<size_t>(block_rows * nr) : 0);
-    for (int64_t task = begin; task < end; ++task) {
+    thread_local std::vector<int32_t> scratch;
+    if (c == nullptr && scratch.size() < static_cast<size_t>(block_rows * nr)) {
+      scratch.resize(static_cast<size_t>(block_rows * nr));
+    }
+    {
       const int64_t block = panels_first ? task % m_blocks : task / n_panels;
       const int64_t pj = panels_first ? task / m_blocks : task % n_panels;
       const int64_t j0 = pj * nr, cols = std::min(nr, n - j0);
@@ -414,19 +419,21 @@ void qgemm_int8_indirect(int64_t m, int64_t taps, const Int8RowPointers& rows, c
   std::copy(adjust, adjust + n, adjusted.begin());
   const double cost = 2.0 * static_cast<double>(block_rows * nr) * static_cast<double>(std::max<int64_t>(k, 1));
   // Blocks of rows first, panels of B inside: a thread's consecutive tasks
-  // share one block's row addresses, made once.
-  parallel_for(pool, m_blocks * n_panels, cost, [&](int64_t begin, int64_t end) {
-    std::vector<const uint8_t*> pointers(static_cast<size_t>(taps * block_rows));
-    std::vector<int32_t> scratch(static_cast<size_t>(block_rows * nr));
-    int64_t pointers_for = -1;
-    for (int64_t task = begin; task < end; ++task) {
+  // read the same rows of the image.
+  // Tasks through parallel_for_tasks (a thread that finishes its share takes
+  // over the rest of a late one's); a task makes its block's row addresses
+  // (taps x 64 pointers, next to 64 x 32 x K multiply-adds).
+  parallel_for_tasks(pool, m_blocks * n_panels, cost, [&](int64_t task) {
+    thread_local std::vector<const uint8_t*> pointers;
+    thread_local std::vector<int32_t> scratch;
+    if (pointers.size() < static_cast<size_t>(taps * block_rows))
+      pointers.resize(static_cast<size_t>(taps * block_rows));
+    if (scratch.size() < static_cast<size_t>(block_rows * nr)) scratch.resize(static_cast<size_t>(block_rows * nr));
+    {
       const int64_t block = task / n_panels, pj = task % n_panels;
       const int64_t j0 = pj * nr, cols = std::min(nr, n - j0);
       const int64_t i0 = block * block_rows, i1 = std::min(m, i0 + block_rows), count = i1 - i0;
-      if (block != pointers_for) {
-        rows(i0, count, pointers.data());
-        pointers_for = block;
-      }
+      rows(i0, count, pointers.data());
       const unsigned char* b_panel = b_panels + static_cast<size_t>(pj) * b_panel_bytes;
       for (int64_t i = i0; i < i1; i += mr) {
         const int64_t r = std::min(mr, i1 - i);

@@ -66,6 +66,45 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void requantize_avx512(cons
   }
 }
 
+// The same in float where that gives the same bytes: every multiplier is a
+// float (QLinearConv's x_scale * w_scale / y_scale is computed in float), so
+// the exact product P = acc * m and the float one differ by at most 2^-23
+// |P| (2^-24 for acc itself above 2^24, 2^-24 for the product). Rounding can
+// only differ when P is that close to a half-integer; values are clamped to
+// bounds within 255 of zero first (outside them the bound is the answer
+// either way), where that is below 1e-4. A vector holding a value within
+// 1e-4 of a tie goes through the double loop instead, so results equal the
+// reference's bit for bit, at twice the lanes per instruction.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void requantize_avx512_float(
+    const int32_t* acc, const float* multiplier, const double* multiplier_double, bool per_column, int64_t n,
+    double low, double high, int32_t zero, bool is_signed, void* y, int32_t bias) {
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(low)), hi = _mm512_set1_ps(static_cast<float>(high));
+  const __m512 near_tie = _mm512_set1_ps(0.5f - 1e-4f);
+  const __m512i z = _mm512_set1_epi32(zero), add = _mm512_set1_epi32(bias);
+  __m512 m = _mm512_set1_ps(multiplier[0]);
+  auto* out = static_cast<uint8_t*>(y);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512i a = _mm512_add_epi32(_mm512_loadu_si512(acc + j), add);
+    if (per_column) m = _mm512_loadu_ps(multiplier + j);
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(a), m);
+    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    const __m512 r = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 distance = _mm512_abs_ps(_mm512_sub_ps(v, r));
+    if (_mm512_cmp_ps_mask(distance, near_tie, _CMP_GT_OQ) != 0) {
+      requantize_avx512(acc + j, per_column ? multiplier_double + j : multiplier_double, per_column, 16, low, high,
+                        zero, is_signed, out + j, bias);
+      continue;
+    }
+    const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(r), z);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), _mm512_cvtepi32_epi8(q));
+  }
+  if (j < n) {
+    requantize_avx512(acc + j, per_column ? multiplier_double + j : multiplier_double, per_column, n - j, low, high,
+                      zero, is_signed, out + j, bias);
+  }
+}
+
 #pragma GCC diagnostic pop
 
 // The AVX-512 loop runs on the int8 GEMM's AVX-512 VNNI path (so that
@@ -138,6 +177,21 @@ void requantize_block(const int32_t* acc, int64_t acc_stride, int64_t rows, int6
 #if defined(ONYX_REQUANTIZE_X86)
   if (finite && has_avx512()) {
     const double low = (is_signed ? -128.0 : 0.0) - zero, high = (is_signed ? 127.0 : 255.0) - zero;
+    const int64_t count = per_column ? n : rows;
+    bool floats = count <= 256;
+    float single[256];
+    for (int64_t j = 0; j < count && floats; ++j) {
+      single[j] = static_cast<float>(multiplier[j]);
+      floats = static_cast<double>(single[j]) == multiplier[j];
+    }
+    if (floats) {
+      for (int64_t i = 0; i < rows; ++i) {
+        requantize_avx512_float(acc + i * acc_stride, per_column ? single : single + i,
+                                per_column ? multiplier : multiplier + i, per_column, n, low, high,
+                                static_cast<int32_t>(zero), is_signed, out + i * y_stride, row_bias ? row_bias[i] : 0);
+      }
+      return;
+    }
     for (int64_t i = 0; i < rows; ++i) {
       requantize_avx512(acc + i * acc_stride, per_column ? multiplier : multiplier + i, per_column, n, low, high,
                         static_cast<int32_t>(zero), is_signed, out + i * y_stride, row_bias ? row_bias[i] : 0);
