@@ -30,13 +30,10 @@ elseif(NOT ONYX_OPENVINO STREQUAL "OFF")
     # libs, and at libonyx.so beside it.
     set_target_properties(onyx_openvino PROPERTIES BUILD_RPATH "$ORIGIN;${_onyx_openvino_libs}"
                                                    INSTALL_RPATH "$ORIGIN;${_onyx_openvino_libs}")
-    # The core looks for the provider library beside itself by this name.
-    # Only the loader's file gets the define, so that the rest of the core's
-    # objects are the same with and without the wheel (and ccache shares them).
-    target_link_libraries(onyx_core PRIVATE ${CMAKE_DL_LIBS})
-    set_source_files_properties(${CMAKE_SOURCE_DIR}/src/providers/execution_provider.cc PROPERTIES
-      COMPILE_DEFINITIONS
-      "ONYX_OPENVINO_LIBRARY=\"${CMAKE_SHARED_LIBRARY_PREFIX}onyx_openvino${CMAKE_SHARED_LIBRARY_SUFFIX}\"")
+    # The core looks for the provider library beside itself by this name
+    # (CMakeLists.txt hands the list to the loader).
+    list(APPEND ONYX_PROVIDER_LIBRARY_FILES
+         "${CMAKE_SHARED_LIBRARY_PREFIX}onyx_openvino${CMAKE_SHARED_LIBRARY_SUFFIX}")
     if(NOT SKBUILD)
       include(GNUInstallDirs)
       install(TARGETS onyx_openvino LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

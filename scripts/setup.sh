@@ -43,6 +43,12 @@ command -v node >/dev/null || need_apt+=(nodejs); [ -f /usr/include/node/node_ap
 # its headers and mpicc for building mpi4py.
 command -v mpirun >/dev/null || need_apt+=(openmpi-bin)
 command -v mpicc >/dev/null || need_apt+=(libopenmpi-dev)
+# The Vulkan provider (src/providers/vulkan/): the loader's headers, the GLSL
+# compiler its shaders are built with, and Mesa's software Vulkan driver
+# (lavapipe), which runs them on the CPU where no GPU is.
+[ -f /usr/include/vulkan/vulkan.h ] || need_apt+=(libvulkan-dev)
+command -v glslangValidator >/dev/null || need_apt+=(glslang-tools)
+compgen -G "/usr/share/vulkan/icd.d/lvp_icd*.json" >/dev/null || need_apt+=(mesa-vulkan-drivers)
 # The C# binding (csharp/): Mono's compiler and runtime.
 { command -v mcs >/dev/null && command -v mono >/dev/null; } || need_apt+=(mono-mcs mono-runtime)
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -5,7 +5,7 @@
 #include <map>
 #include <mutex>
 
-#ifdef ONYX_OPENVINO_LIBRARY
+#ifdef ONYX_PROVIDER_LIBRARIES
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -48,7 +48,7 @@ ProviderTable& provider_table() {
 // does not load (its dependencies gone) leaves its provider unregistered;
 // ONYX_DEBUG_PROVIDERS=1 prints why.
 void load_provider_libraries() {
-#ifdef ONYX_OPENVINO_LIBRARY
+#ifdef ONYX_PROVIDER_LIBRARIES
   static std::once_flag once;
   std::call_once(once, [] {
     Dl_info self{};
@@ -56,8 +56,13 @@ void load_provider_libraries() {
     std::string dir = self.dli_fname;
     const size_t slash = dir.rfind('/');
     dir = slash == std::string::npos ? std::string(".") : dir.substr(0, slash);
-    for (const char* library : {ONYX_OPENVINO_LIBRARY}) {
-      const std::string path = dir + "/" + library;
+    // File names separated by ':' (the build's list of optional providers).
+    const std::string libraries = ONYX_PROVIDER_LIBRARIES;
+    for (size_t start = 0; start < libraries.size();) {
+      size_t end = libraries.find(':', start);
+      if (end == std::string::npos) end = libraries.size();
+      const std::string path = dir + "/" + libraries.substr(start, end - start);
+      start = end + 1;
       // Never closed: the providers it registered point into it.
       if (dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
         const char* debug = std::getenv("ONYX_DEBUG_PROVIDERS");

@@ -1,0 +1,307 @@
+// Softmax and LogSoftmax, LayerNormalization, BatchNormalization (inference)
+// and the Reduce ops, float32.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "providers/vulkan/vulkan_kernel.h"
+
+namespace onyx::vulkan {
+namespace {
+
+int64_t normalize_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+// Softmax / LogSoftmax. From opset 13 over one axis; before, over the
+// input coerced to 2-D at `axis` (the rows are everything from it on).
+class SoftmaxKernel final : public VulkanKernel {
+ public:
+  SoftmaxKernel(const KernelInfo& info, DevicePtr device)
+      : VulkanKernel(std::move(device)),
+        log_(info.op_type() == "LogSoftmax"),
+        single_axis_(info.version() >= 13),
+        axis_(info.attr_int("axis", info.version() >= 13 ? -1 : 1)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    ONYX_ASSIGN_OR_RETURN(const Tensor* x, float_input(ctx, 0));
+    const int64_t rank = x->rank();
+    const int64_t axis = normalize_axis(axis_, rank);
+    if (rank == 0 || axis < 0 || axis >= rank) {
+      return invalid_argument(ctx.label(), ": axis ", axis_, " is out of range for ", x->describe());
+    }
+    int64_t outer = 1, len = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= x->dim(d);
+    if (single_axis_) {
+      len = x->dim(axis);
+      for (int64_t d = axis + 1; d < rank; ++d) inner *= x->dim(d);
+    } else {
+      for (int64_t d = axis; d < rank; ++d) len *= x->dim(d);
+    }
+    Tensor& y = ctx.allocate_output(0, DataType::kFloat, x->shape());
+    if (y.size() == 0) return Status::ok();
+    ONYX_ASSIGN_OR_RETURN(BufferRange rx, range(ctx.label(), *x, "input 0"));
+    ONYX_ASSIGN_OR_RETURN(BufferRange ry, range(ctx.label(), y, "output 0"));
+    struct {
+      uint32_t rows, len, inner;
+    } push{static_cast<uint32_t>(outer * inner), static_cast<uint32_t>(len), static_cast<uint32_t>(inner)};
+    ONYX_ASSIGN_OR_RETURN(const Pipeline* p, pipeline("softmax", 2, {log_ ? 1 : 0}, 64));
+    return dispatch_rows(*p, {rx, ry}, &push, sizeof(push), static_cast<uint64_t>(outer * inner));
+  }
+
+ private:
+  bool log_, single_axis_;
+  int64_t axis_;
+};
+
+class LayerNormKernel final : public VulkanKernel {
+ public:
+  LayerNormKernel(const KernelInfo& info, DevicePtr device)
+      : VulkanKernel(std::move(device)),
+        axis_(info.attr_int("axis", -1)),
+        epsilon_(info.attr_float("epsilon", 1e-5f)),
+        stash_type_(info.attr_int("stash_type", 1)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    ONYX_ASSIGN_OR_RETURN(const Tensor* x, float_input(ctx, 0));
+    ONYX_ASSIGN_OR_RETURN(const Tensor* scale, float_input(ctx, 1));
+    const Tensor* bias = ctx.input_tensor(2);
+    if (bias != nullptr && bias->dtype() != DataType::kFloat) return invalid_argument(ctx.label(), ": input B is not float");
+    if (stash_type_ != 1) return not_implemented(ctx.label(), ": stash_type ", stash_type_, " (Vulkan computes in float)");
+    const int64_t rank = x->rank();
+    const int64_t axis = normalize_axis(axis_, rank);
+    if (axis < 0 || axis >= rank) return invalid_argument(ctx.label(), ": axis ", axis_, " is out of range for ", x->describe());
+    int64_t rows = 1, len = 1;
+    for (int64_t d = 0; d < axis; ++d) rows *= x->dim(d);
+    for (int64_t d = axis; d < rank; ++d) len *= x->dim(d);
+    if (scale->size() != len && scale->size() != 1) {
+      return not_implemented(ctx.label(), ": Scale ", scale->describe(), " is neither the normalized shape nor one value");
+    }
+    if (bias != nullptr && bias->size() != len && bias->size() != 1) {
+      return not_implemented(ctx.label(), ": B ", bias->describe(), " is neither the normalized shape nor one value");
+    }
+    Tensor& y = ctx.allocate_output(0, DataType::kFloat, x->shape());
+    Shape stats_shape = x->shape();
+    for (int64_t d = axis; d < rank; ++d) stats_shape[static_cast<size_t>(d)] = 1;
+    Tensor* mean = ctx.output_requested(1) ? &ctx.allocate_output(1, DataType::kFloat, stats_shape) : nullptr;
+    Tensor* inv_std = ctx.output_requested(2) ? &ctx.allocate_output(2, DataType::kFloat, stats_shape) : nullptr;
+    if (y.size() == 0) return Status::ok();
+    ONYX_ASSIGN_OR_RETURN(BufferRange rx, range(ctx.label(), *x, "input X"));
+    ONYX_ASSIGN_OR_RETURN(BufferRange rs, range(ctx.label(), *scale, "input Scale"));
+    ONYX_ASSIGN_OR_RETURN(BufferRange ry, range(ctx.label(), y, "output Y"));
+    BufferRange rb = rs, rm = ry, ri = ry;
+    if (bias != nullptr) {
+      ONYX_ASSIGN_OR_RETURN(rb, range(ctx.label(), *bias, "input B"));
+    }
+    if (mean != nullptr) {
+      ONYX_ASSIGN_OR_RETURN(rm, range(ctx.label(), *mean, "output Mean"));
+    }
+    if (inv_std != nullptr) {
+      ONYX_ASSIGN_OR_RETURN(ri, range(ctx.label(), *inv_std, "output InvStdDev"));
+    }
+    // Statistics go to scratch when not asked for (a dummy binding must not alias Y).
+    Tensor scratch;
+    if (mean == nullptr || inv_std == nullptr) {
+      scratch = Tensor(DataType::kFloat, {rows}, ctx.allocator());
+      ONYX_ASSIGN_OR_RETURN(BufferRange rscratch, range(ctx.label(), scratch, "scratch"));
+      if (mean == nullptr) rm = rscratch;
+      if (inv_std == nullptr) ri = rscratch;
+    }
+    struct {
+      uint32_t rows, len;
+      float epsilon;
+      uint32_t scale_len, bias_len, write_stats;
+    } push{static_cast<uint32_t>(rows), static_cast<uint32_t>(len), epsilon_,
+           static_cast<uint32_t>(scale->size()), static_cast<uint32_t>(bias ? bias->size() : 0), 1};
+    ONYX_ASSIGN_OR_RETURN(const Pipeline* p, pipeline("layer_norm", 6, {bias != nullptr ? 1 : 0, 0}, 64));
+    return dispatch_rows(*p, {rx, rs, rb, ry, rm, ri}, &push, sizeof(push), static_cast<uint64_t>(rows));
+  }
+
+ private:
+  int64_t axis_;
+  float epsilon_;
+  int64_t stash_type_;
+};
+
+class BatchNormKernel final : public VulkanKernel {
+ public:
+  BatchNormKernel(const KernelInfo& info, DevicePtr device)
+      : VulkanKernel(std::move(device)), epsilon_(info.attr_float("epsilon", 1e-5f)) {
+    if (info.attr_int("training_mode", 0) != 0) {
+      throw Error(not_implemented(info.label(), ": Vulkan runs BatchNormalization in inference mode only"));
+    }
+    for (size_t o = 1; o < info.output_count(); ++o) {
+      if (info.node().outputs[o] != graph::kNoValue) {
+        throw Error(not_implemented(info.label(), ": Vulkan makes no running statistics (output ", o, ")"));
+      }
+    }
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    std::vector<BufferRange> buffers;
+    const Tensor* x = nullptr;
+    for (size_t i = 0; i < 5; ++i) {
+      ONYX_ASSIGN_OR_RETURN(const Tensor* t, float_input(ctx, i));
+      if (i == 0) {
+        x = t;
+        if (x->rank() < 2) return invalid_argument(ctx.label(), ": X ", x->describe(), " has no channel dim");
+      } else if (t->size() != x->dim(1)) {
+        return invalid_argument(ctx.label(), ": input ", i, " ", t->describe(), " does not have ", x->dim(1),
+                                " values (one per channel)");
+      }
+      ONYX_ASSIGN_OR_RETURN(BufferRange r, range(ctx.label(), *t, "input " + std::to_string(i)));
+      buffers.push_back(r);
+    }
+    Tensor& y = ctx.allocate_output(0, DataType::kFloat, x->shape());
+    if (y.size() == 0) return Status::ok();
+    ONYX_ASSIGN_OR_RETURN(BufferRange ry, range(ctx.label(), y, "output 0"));
+    buffers.push_back(ry);
+    int64_t spatial = 1;
+    for (int64_t d = 2; d < x->rank(); ++d) spatial *= x->dim(d);
+    struct {
+      uint32_t n, channels, spatial;
+      float epsilon;
+    } push{static_cast<uint32_t>(y.size()), static_cast<uint32_t>(x->dim(1)), static_cast<uint32_t>(spatial), epsilon_};
+    ONYX_ASSIGN_OR_RETURN(const Pipeline* p, pipeline("batch_norm", 6));
+    return dispatch_flat(*p, buffers, &push, sizeof(push), static_cast<uint64_t>(y.size()));
+  }
+
+ private:
+  float epsilon_;
+};
+
+int reduce_op(const std::string& op) {
+  static const char* const kOps[] = {"ReduceSum",  "ReduceMean", "ReduceMax",       "ReduceMin",    "ReduceProd",
+                                     "ReduceL1",   "ReduceL2",   "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"};
+  for (int i = 0; i < 10; ++i) {
+    if (op == kOps[i]) return i;
+  }
+  return -1;
+}
+
+// Axes from the attribute (before ReduceSum 13 / the others 18) or from an
+// optional int64 input kept on the host.
+class ReduceKernel final : public VulkanKernel {
+ public:
+  ReduceKernel(const KernelInfo& info, DevicePtr device)
+      : VulkanKernel(std::move(device)),
+        op_(reduce_op(info.op_type())),
+        axes_input_(info.op_type() == "ReduceSum" ? info.version() >= 13 : info.version() >= 18),
+        axes_(info.attr_ints("axes")),
+        keepdims_(info.attr_int("keepdims", 1) != 0),
+        noop_with_empty_axes_(info.attr_int("noop_with_empty_axes", 0) != 0) {}
+
+  Status compute(KernelContext& ctx) const override {
+    ONYX_ASSIGN_OR_RETURN(const Tensor* x, float_input(ctx, 0));
+    std::vector<int64_t> axes = axes_;
+    if (axes_input_) {
+      axes.clear();
+      const Tensor* a = ctx.input_tensor(1);
+      if (a != nullptr) {
+        if (a->dtype() != DataType::kInt64 || !a->device().host_readable()) {
+          return invalid_argument(ctx.label(), ": axes must be int64 on the host, got ", a->describe());
+        }
+        axes.assign(a->data<int64_t>(), a->data<int64_t>() + a->size());
+      }
+    }
+    const int64_t rank = x->rank();
+    std::vector<bool> reduced(static_cast<size_t>(rank), false);
+    if (axes.empty()) {
+      if (noop_with_empty_axes_ && axes_input_) {
+        // Identity: a device copy.
+        Tensor& y = ctx.allocate_output(0, DataType::kFloat, x->shape());
+        if (y.size() == 0) return Status::ok();
+        ONYX_ASSIGN_OR_RETURN(BufferRange rx, range(ctx.label(), *x, "input 0"));
+        ONYX_ASSIGN_OR_RETURN(BufferRange ry, range(ctx.label(), y, "output 0"));
+        return device_->copy(rx, ry);
+      }
+      std::fill(reduced.begin(), reduced.end(), true);
+    }
+    for (int64_t a : axes) {
+      const int64_t axis = normalize_axis(a, rank);
+      if (axis < 0 || axis >= rank) return invalid_argument(ctx.label(), ": axis ", a, " is out of range for ", x->describe());
+      reduced[static_cast<size_t>(axis)] = true;
+    }
+    Shape out;
+    std::vector<int64_t> kd, ks, rd, rs;  // kept / reduced dims and strides, merged
+    int64_t stride = 1;
+    std::vector<int64_t> strides(static_cast<size_t>(rank));
+    for (int64_t d = rank; d-- > 0;) {
+      strides[static_cast<size_t>(d)] = stride;
+      stride *= x->dim(d);
+    }
+    int64_t count = 1;
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t dim = x->dim(d), st = strides[static_cast<size_t>(d)];
+      const bool r = reduced[static_cast<size_t>(d)];
+      if (r) {
+        count *= dim;
+        if (keepdims_) out.push_back(1);
+      } else {
+        out.push_back(dim);
+      }
+      if (dim == 1) continue;
+      auto& dims = r ? rd : kd;
+      auto& sts = r ? rs : ks;
+      if (!dims.empty() && sts.back() == st * dim) {
+        dims.back() *= dim;
+        sts.back() = st;
+      } else {
+        dims.push_back(dim);
+        sts.push_back(st);
+      }
+    }
+    if (kd.size() > 4 || rd.size() > 4) return not_implemented(ctx.label(), ": a reduction over more than 4 separate dims");
+    Tensor& y = ctx.allocate_output(0, DataType::kFloat, out);
+    if (y.size() == 0) return Status::ok();
+    ONYX_ASSIGN_OR_RETURN(BufferRange ry, range(ctx.label(), y, "output 0"));
+    if (x->size() == 0) {
+      // An empty reduction: its identity (0 for sums, -inf / inf for max / min, 1 for a product).
+      const float identity = op_ == 2 ? -INFINITY : op_ == 3 ? INFINITY : op_ == 4 ? 1.0f : op_ == 8 || op_ == 9 ? -INFINITY : 0.0f;
+      uint32_t bits;
+      std::memcpy(&bits, &identity, 4);
+      return device_->fill(ry, bits);
+    }
+    ONYX_ASSIGN_OR_RETURN(BufferRange rx, range(ctx.label(), *x, "input 0"));
+    struct {
+      uint32_t n, kept_rank, reduced_count, reduced_rank;
+      uint32_t kd[4], ks[4], rd[4], rs[4];
+    } push{};
+    push.n = static_cast<uint32_t>(y.size());
+    push.kept_rank = static_cast<uint32_t>(kd.size());
+    push.reduced_count = static_cast<uint32_t>(count);
+    push.reduced_rank = static_cast<uint32_t>(rd.size());
+    for (size_t i = 0; i < kd.size(); ++i) {
+      push.kd[i] = static_cast<uint32_t>(kd[i]);
+      push.ks[i] = static_cast<uint32_t>(ks[i]);
+    }
+    for (size_t i = 0; i < rd.size(); ++i) {
+      push.rd[i] = static_cast<uint32_t>(rd[i]);
+      push.rs[i] = static_cast<uint32_t>(rs[i]);
+    }
+    ONYX_ASSIGN_OR_RETURN(const Pipeline* p, pipeline("reduce", 2, {op_}));
+    return dispatch_flat(*p, {rx, ry}, &push, sizeof(push), static_cast<uint64_t>(y.size()));
+  }
+
+ private:
+  int op_;
+  bool axes_input_;
+  std::vector<int64_t> axes_;
+  bool keepdims_, noop_with_empty_axes_;
+};
+
+}  // namespace
+
+void add_normalization_kernels(std::vector<KernelDef>& defs, const DevicePtr& device) {
+  for (const char* op : {"Softmax", "LogSoftmax"}) defs.push_back(vulkan_kernel<SoftmaxKernel>(device, op, 1, kLatestVersion));
+  defs.push_back(vulkan_kernel<LayerNormKernel>(device, "LayerNormalization", 17, kLatestVersion));
+  // From opset 9 BatchNormalization has no spatial attribute; 14 adds training_mode.
+  defs.push_back(vulkan_kernel<BatchNormKernel>(device, "BatchNormalization", 9, kLatestVersion));
+  for (const char* op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                         "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"}) {
+    defs.push_back(vulkan_kernel<ReduceKernel>(device, op, 1, 17));
+    defs.push_back(vulkan_kernel<ReduceKernel>(device, op, 18, kLatestVersion, {DataType::kFloat}, {1}));
+  }
+  defs.push_back(vulkan_kernel<ReduceKernel>(device, "ReduceSum", 1, 12));
+  defs.push_back(vulkan_kernel<ReduceKernel>(device, "ReduceSum", 13, kLatestVersion, {DataType::kFloat}, {1}));
+}
+
+}  // namespace onyx::vulkan
