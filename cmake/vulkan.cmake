@@ -17,6 +17,8 @@ elseif(NOT ONYX_VULKAN STREQUAL "OFF")
   find_package(Vulkan QUIET COMPONENTS glslangValidator)
   if(Vulkan_FOUND AND Vulkan_GLSLANG_VALIDATOR_EXECUTABLE)
     file(GLOB ONYX_VULKAN_SHADERS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/providers/vulkan/shaders/*.comp)
+    # What the shaders include.
+    file(GLOB _onyx_shader_includes CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/providers/vulkan/shaders/*.glsl)
     set(_onyx_spirv_dir ${CMAKE_BINARY_DIR}/generated/vulkan)
     file(MAKE_DIRECTORY ${_onyx_spirv_dir})
     set(_onyx_spirv_headers "")
@@ -29,7 +31,7 @@ elseif(NOT ONYX_VULKAN STREQUAL "OFF")
       add_custom_command(OUTPUT ${_header}
         COMMAND ${Vulkan_GLSLANG_VALIDATOR_EXECUTABLE} -V --target-env vulkan1.1 --quiet
                 --vn onyx_spirv_${_name} -o ${_header} ${_shader}
-        DEPENDS ${_shader} ${CMAKE_SOURCE_DIR}/src/providers/vulkan/shaders/common.glsl
+        DEPENDS ${_shader} ${_onyx_shader_includes}
         COMMENT "SPIR-V ${_name}.comp" VERBATIM)
       list(APPEND _onyx_spirv_headers ${_header})
       string(APPEND _onyx_shader_arrays "#include \"${_name}.spv.h\"\n")

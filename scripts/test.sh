@@ -40,6 +40,12 @@ for isa in portable avx2 avx512vnni; do
   ONYX_INT8_ISA=$isa PYTHONPATH="$root/$build/python" python3 -m pytest -q tests/python/test_quant_contrib.py
 done
 
+# The Vulkan provider's GEMMs both ways (src/providers/vulkan/vulkan_device.h:
+# tiled for GPUs, flat for CPU drivers); the plain run above took the device's own.
+for gemm in tiled flat; do
+  ONYX_VULKAN_GEMM=$gemm "$build/onyx_tests" --gtest_brief=1 --gtest_filter='Vulkan*'
+done
+
 echo "== C++ tests under AddressSanitizer and UndefinedBehaviorSanitizer"
 scripts/sanitize.sh
 
@@ -92,6 +98,15 @@ if [ -z "${ONYX_BACKEND_DATA:-}" ] && [ ! -d "$data/node" ]; then
 fi
 "$build/onyx" conformance "$data" --expected "$expected" \
   --report "$build/conformance_report.txt" --jobs "$jobs"
+if "$build/onyx" version --verbose | grep -q VulkanExecutionProvider; then
+  echo "== ONNX backend conformance through the Vulkan provider (in CI: lavapipe, Mesa's software Vulkan)"
+  # Every case the CPU passes must pass with Vulkan first: the same list.
+  "$build/onyx" conformance "$data" --expected "$expected" \
+    --providers VulkanExecutionProvider,CPUExecutionProvider \
+    --report "$build/conformance_report_vulkan.txt" --jobs "$jobs"
+else
+  echo "== the Vulkan provider is not in this build or lists no device: its conformance pass is skipped"
+fi
 echo "== ONNX backend conformance through the simulated device (copies, events, fused groups)"
 "$build/onyx" conformance "$data" --expected "$expected" \
   --providers TestCompilerExecutionProvider,TestDeviceExecutionProvider,CPUExecutionProvider \

@@ -18,10 +18,8 @@ static_assert(sizeof(MatMulPush) <= 128, "push constants");
 
 Status run_matmul(VulkanDevice& device, const std::string& label, const MatMulPush& push, uint32_t batches,
                   const std::vector<BufferRange>& buffers, bool has_c) {
-  if (push.m == 0 || push.n == 0) return Status::ok();
-  if (batches > 65535) return not_implemented(label, ": ", batches, " batches (at most 65535)");
-  ONYX_ASSIGN_OR_RETURN(const Pipeline* p, device.pipeline("matmul", 4, {has_c ? 1 : 0}, 16));
-  return device.dispatch(*p, buffers, &push, sizeof(push), (push.n + 15) / 16, (push.m + 15) / 16, batches);
+  return dispatch_gemm(device, label, "matmul", {has_c ? 1 : 0}, buffers, &push, sizeof(push), push.m, push.n,
+                       batches);
 }
 
 class MatMulKernel final : public VulkanKernel {

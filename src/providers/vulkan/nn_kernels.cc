@@ -90,8 +90,9 @@ class ConvKernel final : public VulkanKernel {
     } push{static_cast<uint32_t>(y.size()), static_cast<uint32_t>(channels), pl.height, pl.width,
            static_cast<uint32_t>(m), pl.out_height, pl.out_width, pl.kernel_h, pl.kernel_w, pl.stride_h, pl.stride_w,
            pl.pad_h, pl.pad_w, pl.dilation_h, pl.dilation_w, static_cast<uint32_t>(group_)};
-    ONYX_ASSIGN_OR_RETURN(const Pipeline* p, pipeline("conv2d", 4, {b != nullptr ? 1 : 0, 0}));
-    return dispatch_flat(*p, {rx, rw, rb, ry}, &push, sizeof(push), static_cast<uint64_t>(y.size()));
+    return dispatch_gemm(*device_, ctx.label(), "conv2d", {b != nullptr ? 1 : 0, 0}, {rx, rw, rb, ry}, &push,
+                         sizeof(push), static_cast<uint64_t>(m / group_),
+                         static_cast<uint64_t>(pl.out_height) * pl.out_width, static_cast<uint64_t>(x->dim(0) * group_));
   }
 
  private:

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 namespace onyx::vulkan {
@@ -254,10 +255,16 @@ Result<std::shared_ptr<VulkanDevice>> VulkanDevice::get(int device_id) {
   // and drivers are not all safe to tear down at exit.
   static auto* devices = new std::map<int, std::shared_ptr<VulkanDevice>>();
   std::lock_guard<std::mutex> lock(mutex);
+  // -1 is the preferred device, found once; a device is kept by its index.
+  static std::shared_ptr<VulkanDevice>* preferred = new std::shared_ptr<VulkanDevice>();
+  if (device_id < 0 && *preferred) return *preferred;
   auto it = devices->find(device_id);
   if (it != devices->end()) return it->second;
   ONYX_ASSIGN_OR_RETURN(std::shared_ptr<VulkanDevice> d, create(device_id));
-  (*devices)[device_id] = d;
+  auto known = devices->find(d->id());
+  if (known != devices->end()) d = known->second;  // the preferred one, already made by its index
+  (*devices)[d->id()] = d;
+  if (device_id < 0) *preferred = d;
   return d;
 }
 
@@ -326,13 +333,22 @@ Status VulkanDevice::init(int device_id) {
     }
     if (chosen < 0) return runtime_error("Vulkan: no device has a compute queue and Vulkan 1.2");
   }
-  id_ = device_id < 0 ? 0 : device_id;
+  id_ = chosen;
   physical_ = devices[static_cast<size_t>(chosen)];
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(physical_, &props);
   name_ = props.deviceName;
   type_ = props.deviceType;
   max_binding_bytes_ = props.limits.maxStorageBufferRange;
+  tiled_gemm_ = type_ != VK_PHYSICAL_DEVICE_TYPE_CPU;
+  if (const char* gemm = std::getenv("ONYX_VULKAN_GEMM")) {
+    const std::string forced = gemm;
+    if (forced == "tiled" || forced == "flat") {
+      tiled_gemm_ = forced == "tiled";
+    } else if (!forced.empty()) {
+      return invalid_argument("Vulkan: ONYX_VULKAN_GEMM is '", forced, "', expected 'tiled' or 'flat'");
+    }
+  }
   offset_alignment_ = std::max<VkDeviceSize>(props.limits.minStorageBufferOffsetAlignment, 4);
   VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
@@ -421,8 +437,11 @@ uint32_t VulkanDevice::find_memory_type(uint32_t type_bits, VkMemoryPropertyFlag
 
 Result<const Pipeline*> VulkanDevice::pipeline(const std::string& shader, uint32_t bindings,
                                                const std::vector<int32_t>& specialisation, uint32_t local_size_x) {
-  std::string key = shader + "/" + std::to_string(bindings) + "/" + std::to_string(local_size_x);
-  for (int32_t v : specialisation) key += "," + std::to_string(v);
+  // The cache key: shader, bindings, width and constants. (Appended piece by
+  // piece: GCC 12 warns falsely of overlapping copies in `"," + string`.)
+  std::string key = shader;
+  key.append("/").append(std::to_string(bindings)).append("/").append(std::to_string(local_size_x));
+  for (int32_t v : specialisation) key.append(",").append(std::to_string(v));
   std::lock_guard<std::mutex> lock(pipeline_mutex_);
   auto it = pipelines_.find(key);
   if (it != pipelines_.end()) return it->second.get();

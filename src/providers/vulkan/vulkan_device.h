@@ -91,6 +91,11 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   const std::string& name() const { return name_; }
   const char* type_name() const;
   Device device() const { return Device{DeviceType::kVulkan, id_}; }
+  // Whether GEMMs (MatMul, Gemm, Conv) run the shared-memory tiled shaders
+  // (GPUs) or the flat ones without barriers (CPU drivers such as lavapipe,
+  // where a barrier switches every invocation's state).
+  // ONYX_VULKAN_GEMM=tiled|flat forces one, so tests run both.
+  bool tiled_gemm() const { return tiled_gemm_; }
   // The largest range one binding may have (maxStorageBufferRange).
   VkDeviceSize max_binding_bytes() const { return max_binding_bytes_; }
   // The device's memory, as an Allocator (an arena of device-local blocks).
@@ -158,6 +163,7 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   VkDeviceSize max_binding_bytes_ = 0;
   VkDeviceSize max_allocation_bytes_ = 0;
   VkDeviceSize offset_alignment_ = 16;
+  bool tiled_gemm_ = true;
   VkSemaphore timeline_ = VK_NULL_HANDLE;
   VkCommandPool command_pool_ = VK_NULL_HANDLE;
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;

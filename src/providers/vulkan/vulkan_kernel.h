@@ -40,6 +40,12 @@ class VulkanKernel : public Kernel {
   DevicePtr device_;
 };
 
+// Runs `shader` ("matmul" or "conv2d") as a GEMM of m x n outputs per layer
+// (workgroups z), tiled or flat as the device prefers (shaders/gemm_tile.glsl).
+Status dispatch_gemm(VulkanDevice& device, const std::string& label, const std::string& shader,
+                     const std::vector<int32_t>& specialisation, const std::vector<BufferRange>& buffers,
+                     const void* push, size_t push_bytes, uint64_t m, uint64_t n, uint64_t layers);
+
 // Copies a box of 32-bit words between two buffers through strides
 // (shaders/copy_strided.comp); at most 6 dims (collapsed where they can be).
 struct StridedCopy {

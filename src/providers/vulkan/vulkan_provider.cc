@@ -54,6 +54,33 @@ Status VulkanKernel::dispatch_rows(const Pipeline& p, const std::vector<BufferRa
   return dispatch_groups(*device_, p, buffers, push, push_bytes, rows);
 }
 
+Status dispatch_gemm(VulkanDevice& device, const std::string& label, const std::string& shader,
+                     const std::vector<int32_t>& specialisation, const std::vector<BufferRange>& buffers,
+                     const void* push, size_t push_bytes, uint64_t m, uint64_t n, uint64_t layers) {
+  if (m == 0 || n == 0 || layers == 0) return Status::ok();
+  uint64_t x = 0, y = 0;
+  const Pipeline* p = nullptr;
+  if (device.tiled_gemm()) {
+    // 64x64 blocks of 16x16 invocations.
+    x = (n + 63) / 64;
+    y = (m + 63) / 64;
+    ONYX_ASSIGN_OR_RETURN(p, device.pipeline(shader, static_cast<uint32_t>(buffers.size()), specialisation, 16));
+  } else {
+    // One invocation per 8x8 block, 64 to a workgroup, wrapped into y.
+    const uint64_t groups = (((m + 7) / 8) * ((n + 7) / 8) + 63) / 64;
+    x = groups < kMaxGroups ? groups : kMaxGroups;
+    y = (groups + x - 1) / x;
+    ONYX_ASSIGN_OR_RETURN(
+        p, device.pipeline(shader + "_flat", static_cast<uint32_t>(buffers.size()), specialisation, 64));
+  }
+  if (x > kMaxGroups || y > kMaxGroups || layers > kMaxGroups) {
+    return not_implemented(label, ": a product of ", m, " x ", n, " over ", layers,
+                           " layers is more workgroups than one dispatch holds");
+  }
+  return device.dispatch(*p, buffers, push, push_bytes, static_cast<uint32_t>(x), static_cast<uint32_t>(y),
+                         static_cast<uint32_t>(layers));
+}
+
 Status strided_copy(VulkanDevice& device, const std::string& label, const BufferRange& src, const BufferRange& dst,
                     StridedCopy c) {
   // Drop dims of 1, then merge neighbours that are contiguous in both.
@@ -182,6 +209,13 @@ bool kernel_takes(const graph::Graph& graph, const graph::Node& node) {
     }
     return false;
   };
+  // Tensors only (an Identity of a sequence or an optional stays on the CPU).
+  for (const std::vector<int32_t>* values : {&node.inputs, &node.outputs}) {
+    for (int32_t v : *values) {
+      if (v == graph::kNoValue) continue;
+      if (graph.values[static_cast<size_t>(v)].info.type.kind != ValueType::Kind::kTensor) return false;
+    }
+  }
   const std::string& op = node.op_type;
   if (op == "Conv" || op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool") {
     const int64_t r = rank_of(0);
