@@ -258,7 +258,7 @@ TEST_F(CudaTest, GpuMemLimitIsAClearErrorWhenARunNeedsMore) {
     gpu->run({}, feeds);
     FAIL() << "a run needing 8 MiB ran under a 1 MiB gpu_mem_limit";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("1048576"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gpu_mem_limit 1048576"), std::string::npos) << e.what();
   }
 }
 

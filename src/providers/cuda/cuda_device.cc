@@ -70,6 +70,16 @@ void CudaMemory::deallocate(void* pointer, size_t) {
   }
 }
 
+void* DeviceArena::allocate(size_t bytes) {
+  try {
+    return arena_.allocate(bytes);
+  } catch (const Error& e) {
+    const size_t limit = arena_.config().max_mem;
+    throw Error(Status(e.code(), str_cat(kProviderName, " on device ", backing_.device().id, " (gpu_mem_limit ",
+                                         limit == 0 ? std::string("none") : std::to_string(limit), "): ", e.what())));
+  }
+}
+
 CudaEvent::~CudaEvent() {
   if (use_device(device_id_).is_ok()) cudaEventDestroy(event_);
 }

@@ -113,7 +113,9 @@ class DeviceArena final : public Allocator {
  public:
   DeviceArena(int device_id, ArenaConfig config)
       : backing_(device_id, MemoryType::kDefault), arena_(&backing_, config) {}
-  void* allocate(size_t bytes) override { return arena_.allocate(bytes); }
+  // Past gpu_mem_limit (or when the device is full) throws onyx::Error
+  // naming the provider and the limit.
+  void* allocate(size_t bytes) override;
   void deallocate(void* pointer, size_t bytes) override { arena_.deallocate(pointer, bytes); }
   Device device() const override { return backing_.device(); }
   ArenaStats stats() const { return arena_.stats(); }
