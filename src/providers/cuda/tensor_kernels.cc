@@ -144,7 +144,10 @@ void add_tensor_kernels(std::vector<KernelDef>& defs, const ContextPtr& context)
     if ((reshape && def.since_version >= 5) || (axes && def.since_version >= 13)) def.host_inputs = {1};
     defs.push_back(std::move(def));
   }
-  defs.push_back(cuda_kernel<TransposeKernel>(context, "Transpose", 1, kLatestVersion, device_types()));
+  // The strided copy moves words of up to 8 bytes: no complex128.
+  std::vector<DataType> words = device_types();
+  std::erase(words, DataType::kComplex128);
+  defs.push_back(cuda_kernel<TransposeKernel>(context, "Transpose", 1, kLatestVersion, words));
   defs.push_back(cuda_kernel<ConcatKernel>(context, "Concat", 4, kLatestVersion, device_types()));
 }
 
