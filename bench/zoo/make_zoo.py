@@ -41,9 +41,10 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def export(model, args: tuple, path: Path, input_names, output_names) -> str:
+def export(model, args: tuple, path: Path, input_names, output_names, dynamic_axes=None) -> str:
     """Exports with the TorchScript exporter when this torch has it (its graphs are
     the ones most deployed models were made with); else with the dynamo exporter.
+    `dynamic_axes` (TorchScript's form) leaves dims symbolic, e.g. the batch.
     Returns which exporter wrote the file."""
     import torch
 
@@ -53,6 +54,8 @@ def export(model, args: tuple, path: Path, input_names, output_names) -> str:
         opset_version=OPSET,
         do_constant_folding=True,
     )
+    if dynamic_axes:
+        kwargs["dynamic_axes"] = dynamic_axes
     has_dynamo_flag = "dynamo" in inspect.signature(torch.onnx.export).parameters
     errors = []
     if has_dynamo_flag:
@@ -96,19 +99,28 @@ def randomize_batchnorm(model) -> None:
                 m.bias.copy_(torch.randn(n, generator=g) * 0.1)
 
 
-def make_torchvision(name: str, out: Path) -> str:
+# Each build_NAME(batch) returns (module, input names, example inputs, output
+# names): make_NAME exports it at batch 1 with its inputs, bench/gpu_bench.py
+# runs it in PyTorch beside onyx.
+
+
+def build_torchvision(name: str, batch: int = 1):
     import torch
     import torchvision
 
     ctor = {"resnet50": torchvision.models.resnet50, "mobilenet_v2": torchvision.models.mobilenet_v2}[name]
     model = ctor(weights=None).eval()
     randomize_batchnorm(model)
-    x = torch.randn(1, 3, 224, 224)
-    save_inputs(out.with_suffix(".inputs.npz"), ["input"], [x])
-    return export(model, (x,), out, ["input"], ["logits"])
+    return model, ["input"], (torch.randn(batch, 3, 224, 224),), ["logits"]
 
 
-def make_bert(out: Path) -> str:
+def make_torchvision(name: str, out: Path) -> str:
+    model, names, args, outputs = build_torchvision(name)
+    save_inputs(out.with_suffix(".inputs.npz"), names, args)
+    return export(model, args, out, names, outputs)
+
+
+def build_bert(batch: int = 1):
     import torch
     from transformers import BertConfig, BertModel
 
@@ -131,20 +143,24 @@ def make_bert(out: Path) -> str:
             r = self.m(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, return_dict=True)
             return r.last_hidden_state, r.pooler_output
 
-    input_ids = torch.randint(0, config.vocab_size, (1, SEQ), dtype=torch.int64)
-    attention_mask = torch.ones(1, SEQ, dtype=torch.int64)
-    token_type_ids = torch.zeros(1, SEQ, dtype=torch.int64)
+    input_ids = torch.randint(0, config.vocab_size, (batch, SEQ), dtype=torch.int64)
+    attention_mask = torch.ones(batch, SEQ, dtype=torch.int64)
+    token_type_ids = torch.zeros(batch, SEQ, dtype=torch.int64)
     token_type_ids[:, SEQ // 2 :] = 1  # two segments, as for a sentence pair
     names = ["input_ids", "attention_mask", "token_type_ids"]
-    args = (input_ids, attention_mask, token_type_ids)
+    return Wrapper(model), names, (input_ids, attention_mask, token_type_ids), ["last_hidden_state", "pooler_output"]
+
+
+def make_bert(out: Path) -> str:
+    model, names, args, outputs = build_bert()
     save_inputs(out.with_suffix(".inputs.npz"), names, args)
-    return export(Wrapper(model), args, out, names, ["last_hidden_state", "pooler_output"])
+    return export(model, args, out, names, outputs)
 
 
-def make_gpt2(out: Path) -> str:
+def build_gpt2(batch: int = 1):
     """GPT-2 small, one decode step: one new token attends to a 128-token KV cache
-    that is given as inputs past_key_values.{i}.key/value [1, 12, 128, 64]; the
-    updated cache comes back as present.{i}.key/value [1, 12, 129, 64]."""
+    that is given as inputs past_key_values.{i}.key/value [batch, 12, 128, 64]; the
+    updated cache comes back as present.{i}.key/value [batch, 12, 129, 64]."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -196,15 +212,19 @@ def make_gpt2(out: Path) -> str:
             r = self.m(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, use_cache=True, return_dict=True)
             return (r.logits, *cache_tensors(r.past_key_values))
 
-    input_ids = torch.randint(0, config.vocab_size, (1, 1), dtype=torch.int64)
-    attention_mask = torch.ones(1, SEQ + 1, dtype=torch.int64)
-    past = [torch.randn(1, n_head, SEQ, head_dim) for _ in range(2 * n_layer)]
+    input_ids = torch.randint(0, config.vocab_size, (batch, 1), dtype=torch.int64)
+    attention_mask = torch.ones(batch, SEQ + 1, dtype=torch.int64)
+    past = [torch.randn(batch, n_head, SEQ, head_dim) for _ in range(2 * n_layer)]
     past_names = [f"past_key_values.{i}.{kv}" for i in range(n_layer) for kv in ("key", "value")]
     present_names = [f"present.{i}.{kv}" for i in range(n_layer) for kv in ("key", "value")]
     names = ["input_ids", "attention_mask", *past_names]
-    args = (input_ids, attention_mask, *past)
+    return Wrapper(model), names, (input_ids, attention_mask, *past), ["logits", *present_names]
+
+
+def make_gpt2(out: Path) -> str:
+    model, names, args, outputs = build_gpt2()
     save_inputs(out.with_suffix(".inputs.npz"), names, args)
-    return export(Wrapper(model), args, out, names, ["logits", *present_names])
+    return export(model, args, out, names, outputs)
 
 
 MODELS = {

@@ -34,6 +34,7 @@ struct RegisteredProvider {
 struct ProviderTable {
   std::mutex mutex;
   std::map<std::string, RegisteredProvider> factories;
+  std::map<std::string, std::string> unavailable;  // name -> why it is not offered
   size_t registered = 0;
 };
 
@@ -82,6 +83,13 @@ void register_provider(const std::string& name, ProviderFactory factory, std::op
   // Registering a name again replaces its factory but keeps its place.
   const size_t order = it != t.factories.end() ? it->second.order : t.registered++;
   t.factories[name] = RegisteredProvider{std::move(factory), device, order};
+  t.unavailable.erase(name);
+}
+
+void register_unavailable_provider(const std::string& name, const std::string& reason) {
+  ProviderTable& t = provider_table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  if (t.factories.count(name) == 0) t.unavailable[name] = reason;
 }
 
 Result<std::unique_ptr<ExecutionProvider>> create_provider(const std::string& name, const ProviderOptions& options) {
@@ -102,6 +110,8 @@ Result<std::unique_ptr<ExecutionProvider>> create_provider(const std::string& na
     std::lock_guard<std::mutex> lock(t.mutex);
     auto it = t.factories.find(name);
     if (it == t.factories.end()) {
+      auto why = t.unavailable.find(name);
+      if (why != t.unavailable.end()) return runtime_error(name, " is not available: ", why->second);
       std::string known;
       for (const auto& [n, f] : t.factories) known += n + ", ";
       return invalid_argument("unknown execution provider '", name, "'; this build has ", known, kCpuProviderName);

@@ -94,6 +94,11 @@ using ProviderFactory = std::function<Result<std::unique_ptr<ExecutionProvider>>
 // for its allocator and copies; none for providers of host memory only.
 void register_provider(const std::string& name, ProviderFactory factory,
                        std::optional<DeviceType> device = std::nullopt);
+// Records that a provider whose library loaded cannot be offered in this
+// process, and why (its library found no device): it stays out of
+// registered_providers(), and create_provider's error for its name gives the
+// reason instead of calling the name unknown.
+void register_unavailable_provider(const std::string& name, const std::string& reason);
 // Creates a provider by name; an unknown name or a provider that cannot load
 // (its library or device missing) is an error saying so.
 Result<std::unique_ptr<ExecutionProvider>> create_provider(const std::string& name,

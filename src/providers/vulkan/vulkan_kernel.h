@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "providers/device_kernel.h"
 #include "providers/kernel.h"
 #include "providers/vulkan/vulkan_device.h"
 
@@ -62,16 +63,7 @@ Status strided_copy(VulkanDevice& device, const std::string& label, const Buffer
 template <typename Class>
 KernelDef vulkan_kernel(const DevicePtr& device, const char* op, int since, int last,
                         std::vector<DataType> types = {DataType::kFloat}, std::vector<size_t> host_inputs = {}) {
-  KernelDef def;
-  def.op_type = op;
-  def.since_version = since;
-  def.last_version = last;
-  def.types = std::move(types);
-  def.host_inputs = std::move(host_inputs);
-  def.factory = [device](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
-    return std::unique_ptr<Kernel>(new Class(info, device));
-  };
-  return def;
+  return device_kernel_def<Class>(device, op, since, last, std::move(types), std::move(host_inputs));
 }
 
 // Each family's kernels (one file each).
