@@ -49,6 +49,10 @@ class ShapeKernel final : public VulkanKernel {
         allowzero_(info.attr_int("allowzero", 0) != 0) {}
 
   Status compute(KernelContext& ctx) const override {
+    if (op_ == "Identity" && ctx.input(0) != nullptr && !ctx.input(0)->is_tensor()) {
+      ctx.set_output(0, *ctx.input(0));  // a sequence or an empty optional passes through as it is
+      return Status::ok();
+    }
     ONYX_ASSIGN_OR_RETURN(const Tensor* x, float_input(ctx, 0));
     ONYX_ASSIGN_OR_RETURN(BufferRange rx, range(ctx.label(), *x, "input 0"));
     (void)rx;

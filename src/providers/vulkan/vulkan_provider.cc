@@ -213,7 +213,8 @@ bool kernel_takes(const graph::Graph& graph, const graph::Node& node) {
   for (const std::vector<int32_t>* values : {&node.inputs, &node.outputs}) {
     for (int32_t v : *values) {
       if (v == graph::kNoValue) continue;
-      if (graph.values[static_cast<size_t>(v)].info.type.kind != ValueType::Kind::kTensor) return false;
+      const ValueType::Kind kind = graph.values[static_cast<size_t>(v)].info.type.kind;
+      if (kind != ValueType::Kind::kTensor && kind != ValueType::Kind::kUnknown) return false;
     }
   }
   const std::string& op = node.op_type;

@@ -42,7 +42,9 @@ void main() {
       if (iy < 0 || iy >= int(p.height) || ix < 0 || ix >= int(p.width)) continue;
       const float v = x[base + uint(iy) * p.width + uint(ix)];
       if (MODE == 0) {
-        acc = isnan(v) ? v : max(acc, v);
+        // As std::max from the window's first element: a NaN there stays,
+        // a later one is passed over (the CPU kernel's result).
+        acc = count == 0 ? v : (acc < v ? v : acc);
       } else {
         acc += v;
       }

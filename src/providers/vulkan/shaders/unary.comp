@@ -71,8 +71,8 @@ float apply(float v) {
     case 14: return sin(v);                                   // Sin
     case 15: return cos(v);                                   // Cos
     case 16: return tan(v);                                   // Tan
-    case 17: return asin(v);                                  // Asin
-    case 18: return acos(v);                                  // Acos
+    case 17: return atan(v, sqrt((1.0 - v) * (1.0 + v)));    // Asin (through atan: asin itself is coarse on some drivers)
+    case 18: return atan(sqrt((1.0 - v) * (1.0 + v)), v);    // Acos
     case 19: return atan(v);                                  // Atan
     case 20: return 0.5 * (exp(v) - exp(-v));                 // Sinh
     case 21: return 0.5 * (exp(v) + exp(-v));                 // Cosh
