@@ -52,70 +52,101 @@ class SoftmaxKernel final : public VulkanKernel {
   int64_t axis_;
 };
 
+// LayerNormalization, SimplifiedLayerNormalization (RMS) and com.microsoft's
+// SkipLayerNormalization and SkipSimplifiedLayerNormalization (the row is
+// input + skip + bias): one shader, shaders/layer_norm.comp.
 class LayerNormKernel final : public VulkanKernel {
  public:
   LayerNormKernel(const KernelInfo& info, DevicePtr device)
       : VulkanKernel(std::move(device)),
+        skip_(info.op_type().rfind("Skip", 0) == 0),
+        simplified_(info.op_type().find("Simplified") != std::string::npos),
         axis_(info.attr_int("axis", -1)),
-        epsilon_(info.attr_float("epsilon", 1e-5f)),
+        epsilon_(info.attr_float("epsilon", skip_ ? 1e-12f : 1e-5f)),
         stash_type_(info.attr_int("stash_type", 1)) {}
 
   Status compute(KernelContext& ctx) const override {
     ONYX_ASSIGN_OR_RETURN(const Tensor* x, float_input(ctx, 0));
-    ONYX_ASSIGN_OR_RETURN(const Tensor* scale, float_input(ctx, 1));
-    const Tensor* bias = ctx.input_tensor(2);
-    if (bias != nullptr && bias->dtype() != DataType::kFloat) return invalid_argument(ctx.label(), ": input B is not float");
     if (stash_type_ != 1) return not_implemented(ctx.label(), ": stash_type ", stash_type_, " (Vulkan computes in float)");
     const int64_t rank = x->rank();
-    const int64_t axis = normalize_axis(axis_, rank);
-    if (axis < 0 || axis >= rank) return invalid_argument(ctx.label(), ": axis ", axis_, " is out of range for ", x->describe());
+    const int64_t axis = skip_ ? rank - 1 : normalize_axis(axis_, rank);
+    if (rank == 0 || axis < 0 || axis >= rank) {
+      return invalid_argument(ctx.label(), ": axis ", axis_, " is out of range for ", x->describe());
+    }
     int64_t rows = 1, len = 1;
     for (int64_t d = 0; d < axis; ++d) rows *= x->dim(d);
     for (int64_t d = axis; d < rank; ++d) len *= x->dim(d);
-    if (scale->size() != len && scale->size() != 1) {
-      return not_implemented(ctx.label(), ": Scale ", scale->describe(), " is neither the normalized shape nor one value");
+    // Inputs by form: (X, Scale, [B]); Skip: (input, skip, gamma, [beta], [bias]);
+    // SkipSimplified: (input, skip, gamma, [bias]).
+    const Tensor* skip = skip_ ? ctx.input_tensor(1) : nullptr;
+    const size_t scale_at = skip_ ? 2 : 1;
+    ONYX_ASSIGN_OR_RETURN(const Tensor* scale, float_input(ctx, scale_at));
+    const Tensor* bias = simplified_ ? nullptr : ctx.input_tensor(scale_at + 1);
+    const Tensor* skip_bias = skip_ ? ctx.input_tensor(simplified_ ? 3 : 4) : nullptr;
+    if (skip_ && (skip == nullptr || skip->dtype() != DataType::kFloat || skip->size() == 0 ||
+                  x->size() % skip->size() != 0 || skip->size() % len != 0)) {
+      return invalid_argument(ctx.label(), ": input skip is ", skip ? skip->describe() : std::string("missing"),
+                              ", expected the shape of input ", x->describe(), " or its last dims");
     }
-    if (bias != nullptr && bias->size() != len && bias->size() != 1) {
-      return not_implemented(ctx.label(), ": B ", bias->describe(), " is neither the normalized shape nor one value");
+    for (const auto& [t, name] : {std::pair{scale, "scale"}, std::pair{bias, "bias"}, std::pair{skip_bias, "skip bias"}}) {
+      if (t != nullptr && (t->dtype() != DataType::kFloat || (t->size() != len && (t->size() != 1 || t == skip_bias)))) {
+        return invalid_argument(ctx.label(), ": input ", name, " is ", t->describe(), ", expected ", len, " float values");
+      }
     }
     Tensor& y = ctx.allocate_output(0, DataType::kFloat, x->shape());
     Shape stats_shape = x->shape();
     for (int64_t d = axis; d < rank; ++d) stats_shape[static_cast<size_t>(d)] = 1;
-    Tensor* mean = ctx.output_requested(1) ? &ctx.allocate_output(1, DataType::kFloat, stats_shape) : nullptr;
-    Tensor* inv_std = ctx.output_requested(2) ? &ctx.allocate_output(2, DataType::kFloat, stats_shape) : nullptr;
+    // Outputs by form: (Y, Mean, InvStdDev); Simplified: (Y, InvStdDev);
+    // Skip forms: (Y, mean, inv_std_var, input_skip_bias_sum).
+    auto optional = [&](size_t i, DataType type, const Shape& shape) -> Tensor* {
+      return ctx.output_count() > i && ctx.output_requested(i) ? &ctx.allocate_output(i, type, shape) : nullptr;
+    };
+    Tensor* mean = (!simplified_ || skip_) ? optional(1, DataType::kFloat, stats_shape) : nullptr;
+    Tensor* inv_std = optional(simplified_ && !skip_ ? 1 : 2, DataType::kFloat, stats_shape);
+    Tensor* sum = skip_ ? optional(3, DataType::kFloat, x->shape()) : nullptr;
     if (y.size() == 0) return Status::ok();
-    ONYX_ASSIGN_OR_RETURN(BufferRange rx, range(ctx.label(), *x, "input X"));
-    ONYX_ASSIGN_OR_RETURN(BufferRange rs, range(ctx.label(), *scale, "input Scale"));
-    ONYX_ASSIGN_OR_RETURN(BufferRange ry, range(ctx.label(), y, "output Y"));
-    BufferRange rb = rs, rm = ry, ri = ry;
+    ONYX_ASSIGN_OR_RETURN(BufferRange rx, range(ctx.label(), *x, "input 0"));
+    ONYX_ASSIGN_OR_RETURN(BufferRange rs, range(ctx.label(), *scale, "the scale"));
+    ONYX_ASSIGN_OR_RETURN(BufferRange ry, range(ctx.label(), y, "output 0"));
+    // Bindings a form lacks get a range no write can reach: scratch.
+    Tensor scratch(DataType::kFloat, {rows}, ctx.allocator());
+    ONYX_ASSIGN_OR_RETURN(BufferRange none, range(ctx.label(), scratch, "scratch"));
+    BufferRange rb = none, rm = none, ri = none, rk = none, rkb = none, rsum = none;
     if (bias != nullptr) {
-      ONYX_ASSIGN_OR_RETURN(rb, range(ctx.label(), *bias, "input B"));
+      ONYX_ASSIGN_OR_RETURN(rb, range(ctx.label(), *bias, "the bias"));
     }
     if (mean != nullptr) {
-      ONYX_ASSIGN_OR_RETURN(rm, range(ctx.label(), *mean, "output Mean"));
+      ONYX_ASSIGN_OR_RETURN(rm, range(ctx.label(), *mean, "the mean"));
     }
     if (inv_std != nullptr) {
-      ONYX_ASSIGN_OR_RETURN(ri, range(ctx.label(), *inv_std, "output InvStdDev"));
+      ONYX_ASSIGN_OR_RETURN(ri, range(ctx.label(), *inv_std, "the inverse deviation"));
     }
-    // Statistics go to scratch when not asked for (a dummy binding must not alias Y).
-    Tensor scratch;
-    if (mean == nullptr || inv_std == nullptr) {
-      scratch = Tensor(DataType::kFloat, {rows}, ctx.allocator());
-      ONYX_ASSIGN_OR_RETURN(BufferRange rscratch, range(ctx.label(), scratch, "scratch"));
-      if (mean == nullptr) rm = rscratch;
-      if (inv_std == nullptr) ri = rscratch;
+    if (skip != nullptr) {
+      ONYX_ASSIGN_OR_RETURN(rk, range(ctx.label(), *skip, "input skip"));
+    }
+    if (skip_bias != nullptr) {
+      ONYX_ASSIGN_OR_RETURN(rkb, range(ctx.label(), *skip_bias, "the skip bias"));
+    }
+    if (sum != nullptr) {
+      ONYX_ASSIGN_OR_RETURN(rsum, range(ctx.label(), *sum, "the sum"));
     }
     struct {
       uint32_t rows, len;
       float epsilon;
-      uint32_t scale_len, bias_len, write_stats;
+      uint32_t scale_len, bias_len, write_stats, skip_len, write_sum;
     } push{static_cast<uint32_t>(rows), static_cast<uint32_t>(len), epsilon_,
-           static_cast<uint32_t>(scale->size()), static_cast<uint32_t>(bias ? bias->size() : 0), 1};
-    ONYX_ASSIGN_OR_RETURN(const Pipeline* p, pipeline("layer_norm", 6, {bias != nullptr ? 1 : 0, 0}, 64));
-    return dispatch_rows(*p, {rx, rs, rb, ry, rm, ri}, &push, sizeof(push), static_cast<uint64_t>(rows));
+           static_cast<uint32_t>(scale->size()), static_cast<uint32_t>(bias ? bias->size() : 0),
+           (mean != nullptr || inv_std != nullptr) ? 1u : 0u, static_cast<uint32_t>(skip ? skip->size() : 1),
+           sum != nullptr ? 1u : 0u};
+    ONYX_ASSIGN_OR_RETURN(const Pipeline* p, pipeline("layer_norm", 9,
+                                                      {bias != nullptr ? 1 : 0, simplified_ ? 1 : 0, skip_ ? 1 : 0,
+                                                       skip_bias != nullptr ? 1 : 0},
+                                                      64));
+    return dispatch_rows(*p, {rx, rs, rb, ry, rm, ri, rk, rkb, rsum}, &push, sizeof(push), static_cast<uint64_t>(rows));
   }
 
  private:
+  bool skip_, simplified_;
   int64_t axis_;
   float epsilon_;
   int64_t stash_type_;
@@ -293,6 +324,12 @@ class ReduceKernel final : public VulkanKernel {
 void add_normalization_kernels(std::vector<KernelDef>& defs, const DevicePtr& device) {
   for (const char* op : {"Softmax", "LogSoftmax"}) defs.push_back(vulkan_kernel<SoftmaxKernel>(device, op, 1, kLatestVersion));
   defs.push_back(vulkan_kernel<LayerNormKernel>(device, "LayerNormalization", 17, kLatestVersion));
+  defs.push_back(vulkan_kernel<LayerNormKernel>(device, "SimplifiedLayerNormalization", 1, kLatestVersion));
+  for (const char* op : {"SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization"}) {
+    KernelDef def = vulkan_kernel<LayerNormKernel>(device, op, 1, kLatestVersion);
+    def.domain = "com.microsoft";
+    defs.push_back(std::move(def));
+  }
   // From opset 9 BatchNormalization has no spatial attribute; 14 adds training_mode.
   defs.push_back(vulkan_kernel<BatchNormKernel>(device, "BatchNormalization", 9, kLatestVersion));
   for (const char* op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",

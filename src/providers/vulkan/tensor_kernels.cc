@@ -450,6 +450,43 @@ class GatherKernel final : public VulkanKernel {
   int64_t axis_;
 };
 
+// Cast among float32, int32 and int64 (shaders/cast.comp); a cast to the
+// same type is a device copy.
+class CastKernel final : public VulkanKernel {
+ public:
+  CastKernel(const KernelInfo& info, DevicePtr device)
+      : VulkanKernel(std::move(device)), to_(static_cast<DataType>(info.attr_int("to", 0))) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor* x = ctx.input_tensor(0);
+    if (x == nullptr) return invalid_argument(ctx.label(), ": input 0 is missing");
+    auto code = [](DataType t) { return t == DataType::kFloat ? 0 : t == DataType::kInt32 ? 1 : t == DataType::kInt64 ? 2 : -1; };
+    const int from = code(x->dtype()), to = code(to_);
+    if (from < 0 || to < 0) {
+      return not_implemented(ctx.label(), ": Vulkan casts among float, int32 and int64, not ", dtype_name(x->dtype()),
+                             " to ", dtype_name(to_));
+    }
+    if (from == to) {
+      ctx.set_output(0, Value(*x));  // the same buffer, as the CPU's
+      return Status::ok();
+    }
+    Tensor& y = ctx.allocate_output(0, to_, x->shape());
+    if (y.size() == 0) return Status::ok();
+    ONYX_ASSIGN_OR_RETURN(BufferRange rx, range(ctx.label(), *x, "input 0"));
+    ONYX_ASSIGN_OR_RETURN(BufferRange ry, range(ctx.label(), y, "output 0"));
+    // shaders/cast.comp's modes by (from, to).
+    static const int kMode[3][3] = {{-1, 0, 2}, {1, -1, 4}, {3, 5, -1}};
+    const struct {
+      uint32_t n;
+    } push{static_cast<uint32_t>(y.size())};
+    ONYX_ASSIGN_OR_RETURN(const Pipeline* p, pipeline("cast", 2, {kMode[from][to]}));
+    return dispatch_flat(*p, {rx, ry}, &push, sizeof(push), static_cast<uint64_t>(y.size()));
+  }
+
+ private:
+  DataType to_;
+};
+
 }  // namespace
 
 void add_tensor_kernels(std::vector<KernelDef>& defs, const DevicePtr& device) {
@@ -468,6 +505,10 @@ void add_tensor_kernels(std::vector<KernelDef>& defs, const DevicePtr& device) {
   defs.push_back(vulkan_kernel<SliceKernel>(device, "Slice", 10, kLatestVersion, {DataType::kFloat}, {1, 2, 3, 4}));
   defs.push_back(vulkan_kernel<ExpandKernel>(device, "Expand", 8, kLatestVersion, {DataType::kFloat}, {1}));
   defs.push_back(vulkan_kernel<GatherKernel>(device, "Gather", 1, kLatestVersion));
+  KernelDef cast = vulkan_kernel<CastKernel>(device, "Cast", 6, kLatestVersion,
+                                             {DataType::kFloat, DataType::kInt32, DataType::kInt64});
+  cast.more_type_constraints = {{"T2", {DataType::kFloat, DataType::kInt32, DataType::kInt64}}};
+  defs.push_back(std::move(cast));
 }
 
 }  // namespace onyx::vulkan

@@ -223,6 +223,32 @@ bool kernel_takes(const graph::Graph& graph, const graph::Node& node) {
     if (r != 3 && r != 4) return false;
     if (op == "MaxPool" && extra_outputs()) return false;
   }
+  if (op == "ConvTranspose") {
+    const int64_t r = rank_of(0);
+    if (r != 3 && r != 4) return false;
+  }
+  if (op == "Resize") {
+    const graph::Attribute* mode = node.attribute("mode");
+    const graph::Attribute* coord = node.attribute("coordinate_transformation_mode");
+    const graph::Attribute* policy = node.attribute("keep_aspect_ratio_policy");
+    if ((mode != nullptr && mode->s != "nearest" && mode->s != "linear") || int_attr("antialias", 0) != 0 ||
+        node.attribute("axes") != nullptr || (coord != nullptr && coord->s == "tf_crop_and_resize") ||
+        (policy != nullptr && policy->s != "stretch")) {
+      return false;
+    }
+    const int64_t r = rank_of(0);
+    if (r < 1 || r > 4) return false;
+  }
+  // Casts that touch float only: integer-only casts are shape arithmetic,
+  // which stays on the host.
+  if (op == "Cast") {
+    const int32_t in = node.inputs.empty() ? graph::kNoValue : node.inputs[0];
+    if (in == graph::kNoValue) return false;
+    const DataType from = graph.values[static_cast<size_t>(in)].info.type.elem_type;
+    const auto to = static_cast<DataType>(int_attr("to", 0));
+    auto held = [](DataType t) { return t == DataType::kFloat || t == DataType::kInt32 || t == DataType::kInt64; };
+    if (!held(from) || !held(to) || (from != DataType::kFloat && to != DataType::kFloat)) return false;
+  }
   if (op == "BatchNormalization" && (int_attr("training_mode", 0) != 0 || extra_outputs())) return false;
   if (op == "LayerNormalization" && int_attr("stash_type", 1) != 1) return false;
   if ((op == "Max" || op == "Min") && node.inputs.size() != 2) return false;

@@ -7,6 +7,7 @@
 
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/gemm/sgemm.h"
+#include "providers/cpu/nn/conv_transpose_geometry.h"
 #include "providers/cpu/nn/im2col.h"
 #include "providers/cpu/nn/nn_util.h"
 
@@ -77,20 +78,10 @@ std::vector<PackedMatrix> pack_transposed_weights(const float* w, int64_t group,
   return packed;
 }
 
-// Python-style floor division, as the spec's pad formula uses for negative totals.
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0); }
-
 class ConvTransposeKernel final : public Kernel {
  public:
   explicit ConvTransposeKernel(const KernelInfo& info)
-      : auto_pad_(nn::parse_auto_pad(info)),
-        kernel_shape_(info.attr_ints("kernel_shape")),
-        strides_(info.attr_ints("strides")),
-        dilations_(info.attr_ints("dilations")),
-        pads_(info.attr_ints("pads")),
-        output_padding_(info.attr_ints("output_padding")),
-        output_shape_(info.attr_ints("output_shape")),
-        group_(info.attr_int("group", 1)) {
+      : attrs_(nn::ConvTransposeAttributes::from(info)), group_(info.attr_int("group", 1)) {
     if (group_ < 1) throw Error(invalid_model(info.label(), ": attribute group is ", group_, ", expected >= 1"));
     // A constant float W is packed for the GEMM once, here.
     const Tensor* w = info.constant_input(1);
@@ -127,63 +118,8 @@ class ConvTransposeKernel final : public Kernel {
     if (b != nullptr && (b->rank() != 1 || b->dim(0) != out_channels)) {
       return invalid_argument(label, ": input B has shape ", shape_to_string(b->shape()), ", expected [", out_channels, "]");
     }
-    const size_t rank = static_cast<size_t>(x->rank() - 2);
-    Geometry geo;
-    geo.input = nn::tail(x->shape(), 2);
-    geo.kernel = nn::tail(w->shape(), 2);
-    if (!kernel_shape_.empty() && kernel_shape_ != geo.kernel) {
-      return invalid_argument(label, ": kernel_shape ", shape_to_string(kernel_shape_), " does not match W's spatial shape ",
-                              shape_to_string(geo.kernel));
-    }
-    auto take = [&](const std::vector<int64_t>& v, size_t n, int64_t dflt, const char* name,
-                    std::vector<int64_t>& out) -> Status {
-      if (v.empty()) {
-        out.assign(n, dflt);
-      } else if (v.size() != n) {
-        return invalid_argument(label, ": attribute ", name, " has ", v.size(), " values, expected ", n);
-      } else {
-        out = v;
-      }
-      return Status::ok();
-    };
-    std::vector<int64_t> pads, output_padding, output_shape;
-    ONYX_RETURN_IF_ERROR(take(strides_, rank, 1, "strides", geo.strides));
-    ONYX_RETURN_IF_ERROR(take(dilations_, rank, 1, "dilations", geo.dilations));
-    ONYX_RETURN_IF_ERROR(take(output_padding_, rank, 0, "output_padding", output_padding));
-    // Some exporters write output_shape with the N and C dims in front.
-    std::vector<int64_t> given_shape = output_shape_;
-    if (given_shape.size() == rank + 2) given_shape.erase(given_shape.begin(), given_shape.begin() + 2);
-    if (!given_shape.empty() && given_shape.size() != rank) {
-      return invalid_argument(label, ": attribute output_shape has ", output_shape_.size(), " values, expected ", rank);
-    }
-    const bool same = auto_pad_ == nn::AutoPad::kSameUpper || auto_pad_ == nn::AutoPad::kSameLower;
-    geo.output.assign(rank, 0);
-    geo.pads_begin.assign(rank, 0);
-    if (same && pads_.empty()) {
-      for (size_t d = 0; d < rank; ++d) {
-        const int64_t out = given_shape.empty() ? geo.input[d] * geo.strides[d] : given_shape[d];
-        const int64_t total = geo.strides[d] * (geo.input[d] - 1) + output_padding[d] +
-                              (geo.kernel[d] - 1) * geo.dilations[d] + 1 - out;
-        const int64_t half = floor_div(total, 2);
-        geo.pads_begin[d] = auto_pad_ == nn::AutoPad::kSameUpper ? half : total - half;
-        geo.output[d] = out;
-      }
-    } else {
-      ONYX_RETURN_IF_ERROR(take(auto_pad_ == nn::AutoPad::kValid ? std::vector<int64_t>{} : pads_, 2 * rank, 0, "pads", pads));
-      for (size_t d = 0; d < rank; ++d) {
-        geo.pads_begin[d] = pads[d];
-        geo.output[d] = given_shape.empty() ? geo.strides[d] * (geo.input[d] - 1) + output_padding[d] +
-                                                  (geo.kernel[d] - 1) * geo.dilations[d] + 1 - pads[d] - pads[d + rank]
-                                            : given_shape[d];
-      }
-    }
-    for (size_t d = 0; d < rank; ++d) {
-      if (geo.strides[d] < 1 || geo.dilations[d] < 1 || geo.kernel[d] < 1 || geo.output[d] < 0) {
-        return invalid_argument(label, ": spatial axis ", d, " has stride ", geo.strides[d], ", dilation ",
-                                geo.dilations[d], ", kernel ", geo.kernel[d], ", output size ", geo.output[d],
-                                "; expected positive strides, dilations and kernel and a non-negative output");
-      }
-    }
+    ONYX_ASSIGN_OR_RETURN(Geometry geo, nn::resolve_conv_transpose(label, attrs_, x->shape(), w->shape()));
+    const size_t rank = geo.input.size();
     Shape out_shape{batch, out_channels};
     out_shape.insert(out_shape.end(), geo.output.begin(), geo.output.end());
     Tensor& y = ctx.allocate_output(0, x->dtype(), out_shape);
@@ -219,8 +155,7 @@ class ConvTransposeKernel final : public Kernel {
   }
 
  private:
-  nn::AutoPad auto_pad_;
-  std::vector<int64_t> kernel_shape_, strides_, dilations_, pads_, output_padding_, output_shape_;
+  nn::ConvTransposeAttributes attrs_;
   int64_t group_;
   std::vector<PackedMatrix> packed_wt_;  // W_g^T per group, when W is a constant float
   Shape packed_w_shape_;
