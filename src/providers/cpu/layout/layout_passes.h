@@ -1,7 +1,8 @@
 // The CPU provider's layout passes (ORT_ENABLE_LAYOUT and above), run after
 // partitioning on the nodes the CPU owns: float convolution chains into the
 // blocked-channel layout NCHWc, then large 1x1 expansions fused with the
-// depthwise convolution that reads them.
+// depthwise convolution that reads them, then uint8 QLinearConv chains into
+// channels-last.
 #pragma once
 
 #include <memory>
@@ -13,6 +14,9 @@ namespace onyx::cpu {
 
 std::unique_ptr<optimizer::Pass> make_nchwc_transformer_pass();
 std::unique_ptr<optimizer::Pass> make_nchwc_pointwise_depthwise_fusion_pass();
+// uint8 QLinearConv chains to channels-last (com.microsoft QLinearConv with
+// channels_last, NhwcMaxPool), as onnxruntime's NHWC transformer.
+std::unique_ptr<optimizer::Pass> make_qlinear_nhwc_transformer_pass();
 
 // For a saved optimized model: writes the nodes only onyx runs (com.onyx.nchwc
 // fusions) as the com.microsoft.nchwc ops they were made of, so that the file

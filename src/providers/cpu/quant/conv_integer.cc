@@ -37,7 +37,7 @@ Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x
                                        ThreadPool* pool, const quant::PackedConvWeights& packed,
                                        const std::function<Status(IntegerConvResult&)>& before,
                                        const quant::ConvBlockDone& done, const std::vector<int32_t>* bias,
-                                       const quant::ConvPixelBlockDone& in_place_done) {
+                                       const quant::ConvPixelBlockDone& in_place_done, bool x_nhwc = false) {
   if (!is_int8_type(x.dtype()) || !is_int8_type(w.dtype())) {
     return not_implemented(label, ": inputs x and w have element types ", dtype_name(x.dtype()), " and ",
                            dtype_name(w.dtype()), ", expected int8 or uint8");
@@ -46,12 +46,17 @@ Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x
   if (w.rank() != x.rank()) {
     return invalid_argument(label, ": input w has rank ", w.rank(), ", expected ", x.rank(), " (the rank of x)");
   }
-  const int64_t batch = x.dim(0), channels = x.dim(1), m_out = w.dim(0), group_channels = w.dim(1);
+  // x NHWC (the caller has checked the in-place path takes it): the same
+  // checks on its NCHW dims.
+  Shape logical = x.shape();
+  if (x_nhwc) logical = {x.dim(0), x.dim(3), x.dim(1), x.dim(2)};
+  const int64_t batch = logical[0], channels = logical[1], m_out = w.dim(0), group_channels = w.dim(1);
   if (group < 1 || m_out % group != 0 || channels != group_channels * group) {
     return invalid_argument(label, ": x has ", channels, " channels and w has shape ", shape_to_string(w.shape()),
                             " with group ", group, ", expected C == w.dim(1) * group and M divisible by group");
   }
-  ONYX_ASSIGN_OR_RETURN(nn::Window window, nn::resolve_window(label, attrs, nn::tail(x.shape(), 2), nn::tail(w.shape(), 2)));
+  ONYX_ASSIGN_OR_RETURN(nn::Window window,
+                        nn::resolve_window(label, attrs, nn::tail(logical, 2), nn::tail(w.shape(), 2)));
   if (window.kernel != nn::tail(w.shape(), 2)) {
     return invalid_argument(label, ": attribute kernel_shape ", shape_to_string(window.kernel),
                             " does not match the kernel of w ", shape_to_string(w.shape()));
@@ -79,10 +84,12 @@ Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x
   if (before) ONYX_RETURN_IF_ERROR(before(result));
   if (shape_size(result.shape) == 0) return result;
   // The sums go block by block from the GEMM to `done`, never to memory whole.
-  if (in_place_done && packed.shape == w.shape() && quant::conv_int8_in_place_ready(x, packed, group, window)) {
-    quant::conv_int8_in_place(x, x_zero, packed, bias != nullptr ? bias->data() : nullptr, window, pool, in_place_done);
+  if (in_place_done && packed.shape == w.shape() && quant::conv_int8_in_place_ready(x, packed, group, window, x_nhwc)) {
+    quant::conv_int8_in_place(x, x_zero, packed, bias != nullptr ? bias->data() : nullptr, window, pool, in_place_done,
+                              x_nhwc);
     return result;
   }
+  if (x_nhwc) return runtime_error(label, ": an NHWC x reached the NCHW convolution");
   quant::PackedConvWeights fresh;
   const quant::PackedConvWeights* weights = &packed;
   if (packed.empty() || packed.shape != w.shape()) {
@@ -97,7 +104,9 @@ Result<IntegerConvResult> integer_conv(const std::string& label, const Tensor& x
 class QLinearConvKernel final : public Kernel {
  public:
   explicit QLinearConvKernel(const KernelInfo& info)
-      : attrs_(nn::WindowAttributes::from(info)), group_(info.attr_int("group", 1)) {
+      : attrs_(nn::WindowAttributes::from(info)),
+        group_(info.attr_int("group", 1)),
+        channels_last_(info.attr_int("channels_last", 0) != 0) {
     // A constant W (with a constant zero point, if any) is packed for the GEMM once, here.
     const Tensor* w = info.constant_input(3);
     const bool zp_given = info.has_input(5);
@@ -123,6 +132,31 @@ class QLinearConvKernel final : public Kernel {
     if (x == nullptr || w == nullptr || x_scale == nullptr || w_scale == nullptr || y_scale == nullptr) {
       return invalid_argument(ctx.label(), ": inputs x, x_scale, w, w_scale and y_scale are required");
     }
+    // channels_last: x [N, H, W, C] and y [N, OH, OW, M]. The in-place path
+    // reads x as it is and writes y's rows directly; anything else runs the
+    // NCHW convolution between two transposes.
+    if (channels_last_ && x->rank() != 4) {
+      return invalid_argument(ctx.label(), ": input x has rank ", x->rank(),
+                              ", expected 4 ([N, H, W, C]) with channels_last");
+    }
+    const bool nhwc_in_place = channels_last_ && x->dtype() == DataType::kUInt8 && !packed_w_.in_place.empty() &&
+                               packed_w_.shape == w->shape() && group_ == 1 && x->dim(3) == w->dim(1);
+    Tensor x_nchw;
+    if (channels_last_ && !nhwc_in_place) {
+      if (!is_int8_type(x->dtype())) {
+        return not_implemented(ctx.label(), ": input x has element type ", dtype_name(x->dtype()),
+                               ", expected int8 or uint8");
+      }
+      const int64_t n_images = x->dim(0), plane = x->dim(1) * x->dim(2), c = x->dim(3);
+      x_nchw = Tensor(x->dtype(), {n_images, c, x->dim(1), x->dim(2)});
+      for (int64_t n = 0; n < n_images; ++n) {
+        quant::transpose_bytes(static_cast<const uint8_t*>(x->raw_data()) + n * plane * c, c, plane, c,
+                               static_cast<uint8_t*>(x_nchw.raw_data()) + n * plane * c, plane);
+      }
+      x = &x_nchw;
+    }
+    Tensor y_nchw;            // the NCHW result, for channels_last off the in-place path
+    Tensor* y_out = nullptr;  // the NHWC output, with channels_last
     // The scales are checked once the output channel count is known (after
     // integer_conv's checks, which come first), before the product starts.
     const DataType out_type = y_zp != nullptr ? y_zp->dtype() : x->dtype();
@@ -164,7 +198,15 @@ class QLinearConvKernel final : public Kernel {
             static_cast<float>(xs[0]) * static_cast<float>(ws[ws.size() == 1 ? 0 : static_cast<size_t>(f)]);
         multiplier[static_cast<size_t>(f)] = static_cast<double>(product / static_cast<float>(ys[0]));
       }
-      y = &ctx.allocate_output(0, out_type, r.shape);
+      if (!channels_last_) {
+        y = &ctx.allocate_output(0, out_type, r.shape);
+      } else {
+        y = y_out = &ctx.allocate_output(0, out_type, {r.shape[0], r.shape[2], r.shape[3], r.shape[1]});
+        if (!nhwc_in_place) {
+          y_nchw = Tensor(out_type, r.shape);
+          y = &y_nchw;
+        }
+      }
       return Status::ok();
     };
     const bool signed_out = out_type == DataType::kInt8;
@@ -188,8 +230,16 @@ class QLinearConvKernel final : public Kernel {
             &bias_values,
             [&](int64_t n, int64_t p0, int64_t p1, int64_t c0, int64_t c1, const int32_t* block, int64_t ld) {
               // Pixels by channels (bias included): requantized per channel,
-              // then written to the NCHW output channel by channel.
+              // into NHWC rows as they are, or written to the NCHW output
+              // channel by channel.
               const int64_t rows = p1 - p0, cols = c1 - c0, spatial = result->spatial;
+              if (nhwc_in_place) {
+                const int64_t m = result->channels_out;
+                quant::requantize_block(block, ld, rows, cols, nullptr, multiplier.data() + c0, true, zero_point,
+                                        signed_out, static_cast<uint8_t*>(y->raw_data()) + (n * spatial + p0) * m + c0,
+                                        m);
+                return;
+              }
               uint8_t* y_data = static_cast<uint8_t*>(y->raw_data()) + (n * result->channels_out + c0) * spatial + p0;
               uint8_t staged[64 * 64];
               for (int64_t q0 = 0; q0 < rows; q0 += 64) {
@@ -201,18 +251,31 @@ class QLinearConvKernel final : public Kernel {
                   quant::transpose_bytes(staged, 64, count, width, y_data + j * spatial + q0, spatial);
                 }
               }
-            }));
-    (void)r;
+            },
+            nhwc_in_place));
+    if (channels_last_ && !nhwc_in_place) {
+      Tensor& out = *y_out;
+      const int64_t m = r.channels_out, plane = r.spatial;
+      for (int64_t n = 0; n < r.shape[0]; ++n) {
+        quant::transpose_bytes(static_cast<const uint8_t*>(y_nchw.raw_data()) + n * m * plane, plane, m, plane,
+                               static_cast<uint8_t*>(out.raw_data()) + n * m * plane, m);
+      }
+    }
     return Status::ok();
   }
 
  private:
   nn::WindowAttributes attrs_;
   int64_t group_;
+  bool channels_last_;                 // com.microsoft's form: x and y NHWC
   quant::PackedConvWeights packed_w_;  // a constant W, packed at creation
 };
 
 ONYX_REGISTER_CPU_KERNEL("", "QLinearConv", 10, kLatestVersion,
+                         (std::vector<DataType>{DataType::kInt8, DataType::kUInt8}), QLinearConvKernel);
+// onnxruntime's contrib form, with the channels_last attribute (what its
+// NHWC layout pass and onyx's write).
+ONYX_REGISTER_CPU_KERNEL("com.microsoft", "QLinearConv", 1, kLatestVersion,
                          (std::vector<DataType>{DataType::kInt8, DataType::kUInt8}), QLinearConvKernel);
 
 }  // namespace

@@ -169,63 +169,94 @@ void conv_int8(const Tensor& x, int32_t x_zero, const PackedConvWeights& w, int6
   }
 }
 
-bool conv_int8_in_place_ready(const Tensor& x, const PackedConvWeights& w, int64_t group, const nn::Window& window) {
+bool conv_int8_in_place_ready(const Tensor& x, const PackedConvWeights& w, int64_t group, const nn::Window& window,
+                              bool x_nhwc) {
   return !w.in_place.empty() && group == 1 && x.dtype() == DataType::kUInt8 && x.rank() == 4 && window.rank() == 2 &&
-         w.shape.size() == 4 && x.dim(1) == w.shape[1] && window.kernel[0] == w.shape[2] &&
+         w.shape.size() == 4 && x.dim(x_nhwc ? 3 : 1) == w.shape[1] && window.kernel[0] == w.shape[2] &&
          window.kernel[1] == w.shape[3];
 }
 
-void conv_int8_in_place(const Tensor& x, int32_t x_zero, const PackedConvWeights& w, const int32_t* bias,
-                        const nn::Window& window, ThreadPool* pool, const ConvPixelBlockDone& done) {
-  const int64_t batch = x.dim(0), channels = x.dim(1), stride = in_place_channels(channels), m = w.shape[0];
-  const int64_t ih = window.input[0], iw = window.input[1], plane = ih * iw;
-  const int64_t oh = window.output[0], ow = window.output[1], pixels = oh * ow;
+namespace {
+
+// One image's convolution from its NHWC pixels (`stride` bytes apart, the
+// channels padded to whole groups), blocks of sums to done(n, ...).
+void convolve_nhwc_image(const uint8_t* image, int64_t stride, int64_t n, const uint8_t* padding, const int32_t* adjust,
+                         const PackedConvWeights& w, const nn::Window& window, ThreadPool* pool,
+                         const ConvPixelBlockDone& done) {
+  const int64_t ih = window.input[0], iw = window.input[1];
+  const int64_t ow = window.output[1], pixels = window.output[0] * ow;
   const int64_t kh = window.kernel[0], kw = window.kernel[1], taps = kh * kw;
   const int64_t sh = window.strides[0], sw = window.strides[1], dh = window.dilations[0], dw = window.dilations[1];
   const int64_t top = window.pads[0], left = window.pads[1];
-  // C(p, j) = sum (x - x_zero) w + bias = dot - (x_zero * colsum(j) - bias(j)).
+  qgemm_int8_indirect(
+      pixels, taps,
+      [&](int64_t p0, int64_t count, const uint8_t** out) {
+        for (int64_t i = 0; i < count; ++i) {
+          const int64_t p = p0 + i, y = p / ow, xo = p % ow;
+          for (int64_t a = 0; a < kh; ++a) {
+            const int64_t r = y * sh - top + a * dh;
+            for (int64_t b = 0; b < kw; ++b) {
+              const int64_t col = xo * sw - left + b * dw;
+              const bool inside = r >= 0 && r < ih && col >= 0 && col < iw;
+              out[(a * kw + b) * count + i] = inside ? image + (r * iw + col) * stride : padding;
+            }
+          }
+        }
+      },
+      w.in_place, adjust, pool,
+      [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1, const int32_t* block, int64_t ld) {
+        done(n, i0, i1, j0, j1, block, ld);
+      });
+}
+
+// C(p, j) = sum (x - x_zero) w + bias = dot - (x_zero * colsum(j) - bias(j)).
+std::vector<int32_t> conv_adjust(const PackedConvWeights& w, int32_t x_zero, const int32_t* bias) {
+  const int64_t m = w.shape[0];
   std::vector<int32_t> adjust(static_cast<size_t>(m));
   for (int64_t j = 0; j < m; ++j) {
     const uint32_t term =
         static_cast<uint32_t>(x_zero) * static_cast<uint32_t>(w.in_place_sums[static_cast<size_t>(j)]);
     adjust[static_cast<size_t>(j)] = static_cast<int32_t>(term - static_cast<uint32_t>(bias != nullptr ? bias[j] : 0));
   }
+  return adjust;
+}
+
+}  // namespace
+
+void conv_int8_in_place(const Tensor& x, int32_t x_zero, const PackedConvWeights& w, const int32_t* bias,
+                        const nn::Window& window, ThreadPool* pool, const ConvPixelBlockDone& done, bool x_nhwc) {
+  const int64_t batch = x.dim(0), channels = x.dim(x_nhwc ? 3 : 1), stride = in_place_channels(channels);
+  const int64_t plane = window.input[0] * window.input[1];
+  const std::vector<int32_t> adjust = conv_adjust(w, x_zero, bias);
   // Padded channels hold x_zero too (their weights are zero; any byte would do).
   const std::vector<uint8_t> padding(static_cast<size_t>(stride), static_cast<uint8_t>(x_zero));
+  const auto* data = static_cast<const uint8_t*>(x.raw_data());
+  if (x_nhwc && stride == channels) {
+    // Already the layout the GEMM reads: no copy at all.
+    for (int64_t n = 0; n < batch; ++n)
+      convolve_nhwc_image(data + n * plane * channels, stride, n, padding.data(), adjust.data(), w, window, pool, done);
+    return;
+  }
   const size_t nhwc_size = static_cast<size_t>(plane * stride);
-  std::unique_ptr<uint8_t[]> nhwc_buffer(new uint8_t[nhwc_size]);  // written whole by the transposes
+  std::unique_ptr<uint8_t[]> nhwc_buffer(new uint8_t[nhwc_size]);  // written whole below
   uint8_t* nhwc = nhwc_buffer.get();
   if (stride != channels) std::memset(nhwc, x_zero, nhwc_size);
-  const auto* data = static_cast<const uint8_t*>(x.raw_data());
   for (int64_t n = 0; n < batch; ++n) {
-    // [C, H*W] -> [H*W, C], a block of 64 pixels of every channel at a time.
     const uint8_t* image = data + n * channels * plane;
-    parallel_for(pool, (plane + 63) / 64, static_cast<double>(64 * channels), [&](int64_t begin, int64_t end) {
-      for (int64_t blk = begin; blk < end; ++blk) {
-        const int64_t p0 = blk * 64, p1 = std::min(plane, p0 + 64);
-        transpose_bytes(image + p0, plane, channels, p1 - p0, nhwc + p0 * stride, stride);
-      }
-    });
-    const uint8_t* base = nhwc;
-    qgemm_int8_indirect(
-        pixels, taps,
-        [&](int64_t p0, int64_t count, const uint8_t** out) {
-          for (int64_t i = 0; i < count; ++i) {
-            const int64_t p = p0 + i, y = p / ow, xo = p % ow;
-            for (int64_t a = 0; a < kh; ++a) {
-              const int64_t r = y * sh - top + a * dh;
-              for (int64_t b = 0; b < kw; ++b) {
-                const int64_t col = xo * sw - left + b * dw;
-                const bool inside = r >= 0 && r < ih && col >= 0 && col < iw;
-                out[(a * kw + b) * count + i] = inside ? base + (r * iw + col) * stride : padding.data();
-              }
-            }
-          }
-        },
-        w.in_place, adjust.data(), pool,
-        [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1, const int32_t* block, int64_t ld) {
-          done(n, i0, i1, j0, j1, block, ld);
-        });
+    if (x_nhwc) {
+      // Pixels of C channels into rows of `stride`.
+      for (int64_t p = 0; p < plane; ++p)
+        std::memcpy(nhwc + p * stride, image + p * channels, static_cast<size_t>(channels));
+    } else {
+      // [C, H*W] -> [H*W, C], a block of 64 pixels of every channel at a time.
+      parallel_for(pool, (plane + 63) / 64, static_cast<double>(64 * channels), [&](int64_t begin, int64_t end) {
+        for (int64_t blk = begin; blk < end; ++blk) {
+          const int64_t p0 = blk * 64, p1 = std::min(plane, p0 + 64);
+          transpose_bytes(image + p0, plane, channels, p1 - p0, nhwc + p0 * stride, stride);
+        }
+      });
+    }
+    convolve_nhwc_image(nhwc, stride, n, padding.data(), adjust.data(), w, window, pool, done);
   }
 }
 

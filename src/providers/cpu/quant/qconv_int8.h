@@ -47,8 +47,10 @@ using ConvBlockDone = std::function<void(int64_t n, int64_t channel0, int64_t i0
 void conv_int8(const Tensor& x, int32_t x_zero, const PackedConvWeights& w, int64_t group, const nn::Window& window,
                int32_t* y, ThreadPool* pool, const ConvBlockDone& done = {});
 
-// Whether conv_int8_in_place runs x (uint8, 2-D) with these weights.
-bool conv_int8_in_place_ready(const Tensor& x, const PackedConvWeights& w, int64_t group, const nn::Window& window);
+// Whether conv_int8_in_place runs x (uint8, 2-D, NCHW or with x_nhwc NHWC)
+// with these weights.
+bool conv_int8_in_place_ready(const Tensor& x, const PackedConvWeights& w, int64_t group, const nn::Window& window,
+                              bool x_nhwc = false);
 
 // Called with the int32 sums (plus bias) of output pixels [p0, p1) x output
 // channels [c0, c1) of image n, pixel by pixel (`ld` apart), channels
@@ -56,12 +58,15 @@ bool conv_int8_in_place_ready(const Tensor& x, const PackedConvWeights& w, int64
 using ConvPixelBlockDone =
     std::function<void(int64_t n, int64_t p0, int64_t p1, int64_t c0, int64_t c1, const int32_t* block, int64_t ld)>;
 
-// The convolution of x (uint8 NCHW, zero point x_zero) with in-place packed
-// weights, plus `bias` (M int32 values, or null): each image is transposed to
-// NHWC once and the GEMM reads each output pixel's taps straight from it
-// (the padding from a row of x_zero), so no columns are made or packed per
-// run. Needs conv_int8_in_place_ready.
+// The convolution of x (uint8 NCHW, or NHWC with x_nhwc; zero point x_zero)
+// with in-place packed weights, plus `bias` (M int32 values, or null): the
+// GEMM reads each output pixel's taps straight from the NHWC image (the
+// padding from a row of x_zero), so no columns are made or packed per run.
+// An NCHW image is transposed to NHWC once; an NHWC one is read where it is
+// (copied only to pad its channels to a group of four). Needs
+// conv_int8_in_place_ready.
 void conv_int8_in_place(const Tensor& x, int32_t x_zero, const PackedConvWeights& w, const int32_t* bias,
-                        const nn::Window& window, ThreadPool* pool, const ConvPixelBlockDone& done);
+                        const nn::Window& window, ThreadPool* pool, const ConvPixelBlockDone& done,
+                        bool x_nhwc = false);
 
 }  // namespace onyx::cpu::quant

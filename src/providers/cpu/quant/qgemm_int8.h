@@ -103,6 +103,10 @@ void qgemm_int8(const PackedInt8& a, const PackedInt8& b, int32_t* c, int64_t ld
 // thread.
 using Int8RowPointers = std::function<void(int64_t i0, int64_t count, const uint8_t** out)>;
 
+// Whether the kernel `isa` resolves to reads rows in place (so weights
+// packed for it can run qgemm_int8_indirect).
+bool int8_indirect_available(Int8Isa isa = Int8Isa::kAuto);
+
 // Whether qgemm_int8_indirect can run with b: its kernel reads rows in place
 // and K / taps is a whole number of the kernel's k groups.
 bool int8_indirect_supported(const PackedInt8& b, int64_t taps);
