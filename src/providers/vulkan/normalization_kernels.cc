@@ -1,5 +1,5 @@
-// Softmax and LogSoftmax, LayerNormalization, BatchNormalization (inference)
-// and the Reduce ops, float32.
+// Softmax and LogSoftmax, Attention (without a cache), LayerNormalization,
+// BatchNormalization (inference) and the Reduce ops, float32.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -50,6 +50,130 @@ class SoftmaxKernel final : public VulkanKernel {
  private:
   bool log_, single_axis_;
   int64_t axis_;
+};
+
+// Attention (opset 23+): Q, K, V as [B, S, heads * D] (with q_num_heads and
+// kv_num_heads) or [B, heads, S, D], a float mask, causal, GQA; no cache.
+// What it lacks (past key and value, nonpad_kv_seqlen, softcap, the extra
+// outputs, windows, a bool mask) is left to the CPU by the provider's claim.
+class AttentionKernel final : public VulkanKernel {
+ public:
+  AttentionKernel(const KernelInfo& info, DevicePtr device)
+      : VulkanKernel(std::move(device)),
+        causal_(info.attr_int("is_causal", 0) != 0),
+        scale_(info.attr_float("scale", 0.0f)),
+        has_scale_(info.has_attr("scale")),
+        q_heads_(info.attr_int("q_num_heads", 0)),
+        kv_heads_(info.attr_int("kv_num_heads", 0)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    ONYX_ASSIGN_OR_RETURN(const Tensor* q, float_input(ctx, 0));
+    ONYX_ASSIGN_OR_RETURN(const Tensor* k, float_input(ctx, 1));
+    ONYX_ASSIGN_OR_RETURN(const Tensor* v, float_input(ctx, 2));
+    const Tensor* mask = ctx.input_tensor(3);
+    const int64_t rank = q->rank();
+    if ((rank != 3 && rank != 4) || k->rank() != rank || v->rank() != rank) {
+      return invalid_argument(ctx.label(), ": Q, K and V are ", q->describe(), ", ", k->describe(), ", ",
+                              v->describe(), ", expected all 3-D or all 4-D");
+    }
+    int64_t batch = q->dim(0), hq, hkv, s, l, d, dv;
+    std::vector<int64_t> qs, ks, vs, ys;  // (batch, head, position) strides
+    Shape out;
+    if (rank == 4) {
+      hq = q->dim(1), s = q->dim(2), d = q->dim(3), hkv = k->dim(1), l = k->dim(2), dv = v->dim(3);
+      if (k->dim(3) != d || v->dim(1) != hkv || v->dim(2) != l) {
+        return invalid_argument(ctx.label(), ": K ", k->describe(), " and V ", v->describe(), " do not match Q ",
+                                q->describe());
+      }
+      qs = {hq * s * d, s * d, d};
+      ks = {hkv * l * d, l * d, d};
+      vs = {hkv * l * dv, l * dv, dv};
+      ys = {hq * s * dv, s * dv, dv};
+      out = {batch, hq, s, dv};
+    } else {
+      hq = q_heads_, hkv = kv_heads_, s = q->dim(1), l = k->dim(1);
+      if (hq < 1 || hkv < 1 || q->dim(2) % hq != 0 || k->dim(2) % hkv != 0 || v->dim(2) % hkv != 0) {
+        return invalid_argument(ctx.label(), ": 3-D inputs need q_num_heads and kv_num_heads dividing their hidden sizes");
+      }
+      d = q->dim(2) / hq, dv = v->dim(2) / hkv;
+      if (k->dim(2) / hkv != d || v->dim(1) != l) {
+        return invalid_argument(ctx.label(), ": K ", k->describe(), " and V ", v->describe(), " do not match Q ",
+                                q->describe());
+      }
+      qs = {s * hq * d, d, hq * d};
+      ks = {l * hkv * d, d, hkv * d};
+      vs = {l * hkv * dv, dv, hkv * dv};
+      ys = {s * hq * dv, dv, hq * dv};
+      out = {batch, s, hq * dv};
+    }
+    if (k->dim(0) != batch || v->dim(0) != batch || hkv < 1 || hq % hkv != 0) {
+      return invalid_argument(ctx.label(), ": ", hq, " query heads over ", hkv, " key/value heads, or batches differ");
+    }
+    if (dv > 256) return not_implemented(ctx.label(), ": value heads of ", dv, " (Vulkan's Attention takes up to 256)");
+    // The mask, right-aligned to [batch, heads, query positions, keys].
+    std::vector<int64_t> ms = {0, 0, 0};
+    int64_t mask_len = l;
+    if (mask != nullptr) {
+      if (mask->dtype() != DataType::kFloat || mask->rank() < 1 || mask->rank() > 4) {
+        return invalid_argument(ctx.label(), ": attn_mask is ", mask->describe(), ", expected a float mask of rank 1 to 4");
+      }
+      Shape dims(4, 1);
+      for (int64_t i = 0; i < mask->rank(); ++i) dims[static_cast<size_t>(4 - mask->rank() + i)] = mask->dim(i);
+      const int64_t want[3] = {batch, hq, s};
+      int64_t stride = dims[3];
+      for (int i = 2; i >= 0; --i) {
+        if (dims[static_cast<size_t>(i)] != 1 && dims[static_cast<size_t>(i)] != want[i]) {
+          return invalid_argument(ctx.label(), ": attn_mask ", mask->describe(), " does not broadcast to [", batch, ",",
+                                  hq, ",", s, ",", l, "]");
+        }
+        ms[static_cast<size_t>(i)] = dims[static_cast<size_t>(i)] == 1 ? 0 : stride;
+        stride *= dims[static_cast<size_t>(i)];
+      }
+      mask_len = std::min(dims[3], l);
+    }
+    Tensor& y = ctx.allocate_output(0, DataType::kFloat, out);
+    if (y.size() == 0) return Status::ok();
+    ONYX_ASSIGN_OR_RETURN(BufferRange rq, range(ctx.label(), *q, "input Q"));
+    ONYX_ASSIGN_OR_RETURN(BufferRange rk, range(ctx.label(), *k, "input K"));
+    ONYX_ASSIGN_OR_RETURN(BufferRange rv, range(ctx.label(), *v, "input V"));
+    ONYX_ASSIGN_OR_RETURN(BufferRange ry, range(ctx.label(), y, "output Y"));
+    BufferRange rm = rq;
+    if (mask != nullptr && mask->size() > 0) {
+      ONYX_ASSIGN_OR_RETURN(rm, range(ctx.label(), *mask, "input attn_mask"));
+    }
+    struct {
+      uint32_t batch, q_heads, kv_heads, q_len, kv_len, head_size, v_head_size;
+      float scale;
+      uint32_t q_stride[3], k_stride[3], v_stride[3], y_stride[3], mask_stride[3];
+      uint32_t mask_len;
+    } push{};
+    push.batch = static_cast<uint32_t>(batch);
+    push.q_heads = static_cast<uint32_t>(hq);
+    push.kv_heads = static_cast<uint32_t>(hkv);
+    push.q_len = static_cast<uint32_t>(s);
+    push.kv_len = static_cast<uint32_t>(l);
+    push.head_size = static_cast<uint32_t>(d);
+    push.v_head_size = static_cast<uint32_t>(dv);
+    // The spec scales Q and K by sqrt(scale) each; here their product once.
+    push.scale = has_scale_ ? scale_ : 1.0f / std::sqrt(static_cast<float>(d));
+    for (int i = 0; i < 3; ++i) {
+      push.q_stride[i] = static_cast<uint32_t>(qs[static_cast<size_t>(i)]);
+      push.k_stride[i] = static_cast<uint32_t>(ks[static_cast<size_t>(i)]);
+      push.v_stride[i] = static_cast<uint32_t>(vs[static_cast<size_t>(i)]);
+      push.y_stride[i] = static_cast<uint32_t>(ys[static_cast<size_t>(i)]);
+      push.mask_stride[i] = static_cast<uint32_t>(ms[static_cast<size_t>(i)]);
+    }
+    push.mask_len = static_cast<uint32_t>(mask_len);
+    const bool has_mask = mask != nullptr && mask->size() > 0;
+    ONYX_ASSIGN_OR_RETURN(const Pipeline* p, pipeline("attention", 5, {causal_ ? 1 : 0, has_mask ? 1 : 0}, 64));
+    return dispatch_rows(*p, {rq, rk, rv, rm, ry}, &push, sizeof(push), static_cast<uint64_t>(batch * hq * s));
+  }
+
+ private:
+  bool causal_;
+  float scale_;
+  bool has_scale_;
+  int64_t q_heads_, kv_heads_;
 };
 
 // LayerNormalization, SimplifiedLayerNormalization (RMS) and com.microsoft's
@@ -323,6 +447,7 @@ class ReduceKernel final : public VulkanKernel {
 
 void add_normalization_kernels(std::vector<KernelDef>& defs, const DevicePtr& device) {
   for (const char* op : {"Softmax", "LogSoftmax"}) defs.push_back(vulkan_kernel<SoftmaxKernel>(device, op, 1, kLatestVersion));
+  defs.push_back(vulkan_kernel<AttentionKernel>(device, "Attention", 23, kLatestVersion));
   defs.push_back(vulkan_kernel<LayerNormKernel>(device, "LayerNormalization", 17, kLatestVersion));
   defs.push_back(vulkan_kernel<LayerNormKernel>(device, "SimplifiedLayerNormalization", 1, kLatestVersion));
   for (const char* op : {"SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization"}) {

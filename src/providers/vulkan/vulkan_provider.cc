@@ -249,6 +249,22 @@ bool kernel_takes(const graph::Graph& graph, const graph::Node& node) {
     auto held = [](DataType t) { return t == DataType::kFloat || t == DataType::kInt32 || t == DataType::kInt64; };
     if (!held(from) || !held(to) || (from != DataType::kFloat && to != DataType::kFloat)) return false;
   }
+  if (op == "Attention") {
+    // No cache, no extra outputs, no softcap or windows, a float mask.
+    for (size_t i = 4; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] != graph::kNoValue) return false;
+    }
+    if (extra_outputs() || int_attr("qk_matmul_output_mode", 0) != 0) return false;
+    const graph::Attribute* softcap = node.attribute("softcap");
+    if (softcap != nullptr && softcap->f != 0.0f) return false;
+    if (int_attr("left_window_size", -1) != -1 || int_attr("right_window_size", -1) != -1) return false;
+    if (node.inputs.size() > 3 && node.inputs[3] != graph::kNoValue &&
+        graph.values[static_cast<size_t>(node.inputs[3])].info.type.elem_type != DataType::kFloat) {
+      return false;
+    }
+    const int64_t r = rank_of(0);
+    if (r != 3 && r != 4) return false;
+  }
   if (op == "BatchNormalization" && (int_attr("training_mode", 0) != 0 || extra_outputs())) return false;
   if (op == "LayerNormalization" && int_attr("stash_type", 1) != 1) return false;
   if ((op == "Max" || op == "Min") && node.inputs.size() != 2) return false;
