@@ -223,7 +223,16 @@ def test_device_values_feed_run_and_run_with_ort_values(device_session, expected
 
 
 def test_devices_this_build_lacks_are_refused_as_onnxruntime_refuses_them():
-    for device in ("cuda", "gpu", "dml", "cann"):
+    lacking = ["cuda", "gpu", "dml", "cann"]
+    if "CUDAExecutionProvider" in onyx.get_available_providers():
+        lacking.remove("cuda")
+    if any(p in onyx.get_available_providers() for p in ("CUDAExecutionProvider", "VulkanExecutionProvider")):
+        # A "gpu" is the first GPU provider's memory (CUDA's, else Vulkan's).
+        lacking.remove("gpu")
+        value = onyx.OrtValue.ortvalue_from_numpy(X, "gpu", 0)
+        assert value.device_name() in ("cuda", "vulkan")
+        np.testing.assert_array_equal(value.numpy(), X)
+    for device in lacking:
         for runtime in (onyx, onnxruntime):
             with pytest.raises(RuntimeError) as raised:
                 runtime.OrtValue.ortvalue_from_numpy(X, device, 0)

@@ -511,6 +511,21 @@ void VulkanDevice::recycle_completed() {
 }
 
 Result<VulkanDevice::Submission*> VulkanDevice::begin() {
+  if (pending_ != nullptr) {
+    // The next command of the open batch, after the ones before it.
+    if (pending_->commands_recorded >= kBatch) {
+      ONYX_ASSIGN_OR_RETURN(uint64_t value, submit(pending_));
+      (void)value;
+    } else {
+      VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      barrier.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_MEMORY_READ_BIT;
+      barrier.dstAccessMask = VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_MEMORY_READ_BIT;
+      vkCmdPipelineBarrier(pending_->commands, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                           0, 1, &barrier, 0, nullptr, 0, nullptr);
+      ++pending_->commands_recorded;
+      return pending_;
+    }
+  }
   recycle_completed();
   // Bound the work queued ahead of the device: past 256 submissions in
   // flight, wait for the oldest.
@@ -531,9 +546,10 @@ Result<VulkanDevice::Submission*> VulkanDevice::begin() {
     alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     alloc.commandBufferCount = 1;
     ONYX_VK(vkAllocateCommandBuffers(device_, &alloc, &fresh->commands));
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 16};
+    // A set per command of a batch, each of up to 16 buffers.
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 16 * kBatch};
     VkDescriptorPoolCreateInfo pool{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-    pool.maxSets = 1;
+    pool.maxSets = kBatch;
     pool.poolSizeCount = 1;
     pool.pPoolSizes = &size;
     ONYX_VK(vkCreateDescriptorPool(device_, &pool, nullptr, &fresh->descriptors));
@@ -551,10 +567,19 @@ Result<VulkanDevice::Submission*> VulkanDevice::begin() {
   barrier.dstAccessMask = VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_MEMORY_READ_BIT;
   vkCmdPipelineBarrier(s->commands, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1,
                        &barrier, 0, nullptr, 0, nullptr);
+  s->commands_recorded = 1;
+  pending_ = s;
   return s;
 }
 
+Result<uint64_t> VulkanDevice::flush() {
+  std::lock_guard<std::mutex> lock(queue_mutex_);
+  if (pending_ != nullptr) return submit(pending_);
+  return submitted_.load();
+}
+
 Result<uint64_t> VulkanDevice::submit(Submission* s) {
+  if (s == pending_) pending_ = nullptr;
   ONYX_VK(vkEndCommandBuffer(s->commands));
   const uint64_t value = submitted_.load() + 1;
   VkTimelineSemaphoreSubmitInfo timeline{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
@@ -589,6 +614,7 @@ Result<uint64_t> VulkanDevice::submit(Submission* s) {
 
 Status VulkanDevice::wait(uint64_t value) {
   if (value == 0) return Status::ok();
+  if (value > submitted_.load()) return runtime_error("Vulkan: a wait for work that was never submitted");
   VkSemaphoreWaitInfo wait{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
   wait.semaphoreCount = 1;
   wait.pSemaphores = &timeline_;
@@ -640,8 +666,6 @@ Status VulkanDevice::dispatch(const Pipeline& pipeline, const std::vector<Buffer
   vkCmdPushConstants(s->commands, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 128, constants);
   vkCmdDispatch(s->commands, groups_x, groups_y, groups_z);
   ++counters_.dispatches;
-  ONYX_ASSIGN_OR_RETURN(uint64_t value, submit(s));
-  (void)value;
   return Status::ok();
 }
 
@@ -690,8 +714,6 @@ Status VulkanDevice::upload(const void* host, const BufferRange& dst) {
   s.value()->staging.push_back(staging);
   VkBufferCopy region{0, dst.offset, dst.size};
   vkCmdCopyBuffer(s.value()->commands, staging.first, dst.buffer, 1, &region);
-  ONYX_ASSIGN_OR_RETURN(uint64_t value, submit(s.value()));
-  (void)value;
   ++counters_.host_to_device;
   counters_.host_to_device_bytes += static_cast<int64_t>(dst.size);
   return Status::ok();
@@ -740,8 +762,6 @@ Status VulkanDevice::copy(const BufferRange& src, const BufferRange& dst) {
   ONYX_ASSIGN_OR_RETURN(Submission * s, begin());
   VkBufferCopy region{src.offset, dst.offset, std::min(src.size, dst.size)};
   vkCmdCopyBuffer(s->commands, src.buffer, dst.buffer, 1, &region);
-  ONYX_ASSIGN_OR_RETURN(uint64_t value, submit(s));
-  (void)value;
   return Status::ok();
 }
 
@@ -750,8 +770,6 @@ Status VulkanDevice::fill(const BufferRange& dst, uint32_t pattern) {
   std::lock_guard<std::mutex> lock(queue_mutex_);
   ONYX_ASSIGN_OR_RETURN(Submission * s, begin());
   vkCmdFillBuffer(s->commands, dst.buffer, dst.offset, round_up(dst.size, 4), pattern);
-  ONYX_ASSIGN_OR_RETURN(uint64_t value, submit(s));
-  (void)value;
   return Status::ok();
 }
 

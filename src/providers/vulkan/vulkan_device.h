@@ -10,14 +10,16 @@
 // and an offset. Host code that dereferences one faults at once instead of
 // reading stale bytes.
 //
-// Ordering: every piece of work (a dispatch, a copy) is recorded into a
-// command buffer that begins with a full memory barrier and is submitted to
-// the one queue in the order the host issued it, under the queue's lock. So
-// work runs in host order on the device, and memory freed on the host after
-// its last use was issued can be handed out again at once: any later use is
-// submitted after the earlier ones and waits for them. Each submission
-// signals the next value of a timeline semaphore; its command buffer,
-// descriptor pool and staging buffers are recycled once the value is reached.
+// Ordering: every piece of work (a dispatch, a copy) is recorded, under the
+// queue's lock and in the order the host issues it, into the device's one
+// open command buffer, after a full memory barrier; the buffer is submitted
+// to the one queue when it holds kBatch commands or when the host needs the
+// work done (a copy to the host, an event, a synchronize). So work runs in
+// host order on the device, and memory freed on the host after its last use
+// was issued can be handed out again at once: any later use is recorded
+// after the earlier ones and waits for them. Each submission signals the
+// next value of a timeline semaphore; its command buffer, descriptor pool
+// and staging buffers are recycled once the value is reached.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -123,9 +125,10 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   // Queues a fill of `dst` with a 32-bit pattern.
   Status fill(const BufferRange& dst, uint32_t pattern);
 
-  // The timeline value of the last submission; wait() blocks the host until
-  // the device has reached a value.
-  uint64_t last_submitted() const { return submitted_.load(); }
+  // Submits the open batch (if any); the timeline value of the last
+  // submission, which covers all work issued so far. wait() blocks the host
+  // until the device has reached a value.
+  Result<uint64_t> flush();
   Status wait(uint64_t value);
 
   TransferCounters& counters() { return counters_; }
@@ -136,14 +139,18 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   Status init(int device_id);
 
   // A command buffer with what it holds until the device is past it.
+  // Commands per submitted command buffer at most.
+  static constexpr uint32_t kBatch = 64;
+
   struct Submission {
+    uint32_t commands_recorded = 0;
     VkCommandBuffer commands = VK_NULL_HANDLE;
     VkDescriptorPool descriptors = VK_NULL_HANDLE;
     std::vector<std::pair<VkBuffer, VkDeviceMemory>> staging;
     uint64_t value = 0;
   };
-  // Under queue_mutex_: a free submission, its command buffer begun with a
-  // barrier after all earlier work.
+  // Under queue_mutex_: the open batch, with a barrier after all earlier
+  // work; a new one when none is open or it is full (the full one submitted).
   Result<Submission*> begin();
   // Under queue_mutex_: ends, submits and tracks `s`; its timeline value.
   Result<uint64_t> submit(Submission* s);
@@ -170,7 +177,8 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
 
   std::mutex queue_mutex_;
   std::deque<std::unique_ptr<Submission>> in_flight_;
-  std::vector<std::unique_ptr<Submission>> free_;
+  std::vector<std::unique_ptr<Submission>> free_;  // idle, and the open batch
+  Submission* pending_ = nullptr;                   // the open batch (in free_ until submitted)
   std::atomic<uint64_t> submitted_{0};
 
   std::mutex pipeline_mutex_;

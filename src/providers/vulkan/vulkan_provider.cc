@@ -1,7 +1,7 @@
 // VulkanExecutionProvider: a kernel provider over one Vulkan device. Its
 // memory is the device's arena; copies go through staging buffers; its
 // stream is the device's one queue, in host order, with timeline-semaphore
-// values as events. It registers itself when this library is loaded and the
+// values as events (recording one submits the work batched so far). It registers itself when this library is loaded and the
 // loader lists a device that can run it.
 #include <cstdio>
 #include <cstdlib>
@@ -181,10 +181,16 @@ class VulkanStream final : public Stream {
   explicit VulkanStream(DevicePtr device) : device_(std::move(device)) {}
   Device device() const override { return device_->device(); }
   std::shared_ptr<Event> record_event() override {
-    return std::make_shared<VulkanEvent>(device_, device_->last_submitted());
+    // The open batch goes to the queue, so that the event's value covers it
+    // (an event that fails to submit waits for nothing newer).
+    Result<uint64_t> value = device_->flush();
+    return std::make_shared<VulkanEvent>(device_, value.is_ok() ? value.value() : 0);
   }
   Status wait_for(const Event&) override { return Status::ok(); }
-  Status synchronize() override { return device_->wait(device_->last_submitted()); }
+  Status synchronize() override {
+    ONYX_ASSIGN_OR_RETURN(uint64_t value, device_->flush());
+    return device_->wait(value);
+  }
 
  private:
   DevicePtr device_;
