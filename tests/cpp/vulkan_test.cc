@@ -10,13 +10,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include "model_builder.h"
+#include "profile_util.h"
 #include "onyx/session.h"
 
 namespace onyx {
@@ -71,19 +69,9 @@ Counters counters() {
 
 // How many nodes of the profiled runs ran on `provider`, and how many copies.
 std::pair<int, int> nodes_and_copies(InferenceSession& session, const std::string& provider) {
-  const std::string path = session.end_profiling();
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::filesystem::remove(path);
-  const std::string text = buffer.str();
-  auto count = [&](const std::string& needle) {
-    int n = 0;
-    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-    return n;
-  };
-  return {count("\"provider\":\"" + provider + "\"") - count("\"op_name\":\"Copy\",\"provider\":\"" + provider + "\""),
-          count("\"op_name\":\"Copy\"")};
+  const testing::ProfileCounts counts = testing::profile_counts(session);
+  auto it = counts.nodes.find(provider);
+  return {it == counts.nodes.end() ? 0 : it->second, counts.copies};
 }
 
 class VulkanTest : public ::testing::Test {

@@ -48,10 +48,35 @@ Plane plane_of(const nn::Window& w) {
 
 Shape spatial(const Tensor& t) { return Shape(t.shape().begin() + 2, t.shape().end()); }
 
-class ConvKernel final : public VulkanKernel {
+// Conv's and ConvTranspose's bindings: X, W, B (W's range when there is no
+// B: the shader reads it only with HAS_BIAS) and Y.
+struct ConvBuffers {
+  BufferRange x, w, b, y;
+};
+
+class ConvBase : public VulkanKernel {
+ public:
+  using VulkanKernel::VulkanKernel;
+
+ protected:
+  Result<ConvBuffers> conv_buffers(const std::string& label, const Tensor& x, const Tensor& w, const Tensor* b,
+                                   const Tensor& y) const {
+    ConvBuffers r;
+    ONYX_ASSIGN_OR_RETURN(r.x, range(label, x, "input X"));
+    ONYX_ASSIGN_OR_RETURN(r.w, range(label, w, "input W"));
+    ONYX_ASSIGN_OR_RETURN(r.y, range(label, y, "output Y"));
+    r.b = r.w;
+    if (b != nullptr) {
+      ONYX_ASSIGN_OR_RETURN(r.b, range(label, *b, "input B"));
+    }
+    return r;
+  }
+};
+
+class ConvKernel final : public ConvBase {
  public:
   ConvKernel(const KernelInfo& info, DevicePtr device)
-      : VulkanKernel(std::move(device)), attrs_(nn::WindowAttributes::from(info)), group_(info.attr_int("group", 1)) {}
+      : ConvBase(std::move(device)), attrs_(nn::WindowAttributes::from(info)), group_(info.attr_int("group", 1)) {}
 
   Status compute(KernelContext& ctx) const override {
     ONYX_ASSIGN_OR_RETURN(const Tensor* x, float_input(ctx, 0));
@@ -78,13 +103,8 @@ class ConvKernel final : public VulkanKernel {
     out.insert(out.end(), window.output.begin(), window.output.end());
     Tensor& y = ctx.allocate_output(0, DataType::kFloat, out);
     if (y.size() == 0) return Status::ok();
-    ONYX_ASSIGN_OR_RETURN(BufferRange rx, range(ctx.label(), *x, "input X"));
-    ONYX_ASSIGN_OR_RETURN(BufferRange rw, range(ctx.label(), *w, "input W"));
-    ONYX_ASSIGN_OR_RETURN(BufferRange ry, range(ctx.label(), y, "output Y"));
-    BufferRange rb = rw;
-    if (b != nullptr) {
-      ONYX_ASSIGN_OR_RETURN(rb, range(ctx.label(), *b, "input B"));
-    }
+    ONYX_ASSIGN_OR_RETURN(ConvBuffers buffers, conv_buffers(ctx.label(), *x, *w, b, y));
+    const auto& [rx, rw, rb, ry] = buffers;
     const Plane pl = plane_of(window);
     struct {
       uint32_t n, channels, height, width, out_channels, out_height, out_width, kernel_h, kernel_w;
@@ -149,10 +169,10 @@ class PoolKernel final : public VulkanKernel {
   bool count_include_pad_;
 };
 
-class ConvTransposeKernel final : public VulkanKernel {
+class ConvTransposeKernel final : public ConvBase {
  public:
   ConvTransposeKernel(const KernelInfo& info, DevicePtr device)
-      : VulkanKernel(std::move(device)),
+      : ConvBase(std::move(device)),
         attrs_(nn::ConvTransposeAttributes::from(info)),
         group_(info.attr_int("group", 1)) {}
 
@@ -176,13 +196,8 @@ class ConvTransposeKernel final : public VulkanKernel {
     out.insert(out.end(), geo.output.begin(), geo.output.end());
     Tensor& y = ctx.allocate_output(0, DataType::kFloat, out);
     if (y.size() == 0) return Status::ok();
-    ONYX_ASSIGN_OR_RETURN(BufferRange rx, range(ctx.label(), *x, "input X"));
-    ONYX_ASSIGN_OR_RETURN(BufferRange rw, range(ctx.label(), *w, "input W"));
-    ONYX_ASSIGN_OR_RETURN(BufferRange ry, range(ctx.label(), y, "output Y"));
-    BufferRange rb = rw;
-    if (b != nullptr) {
-      ONYX_ASSIGN_OR_RETURN(rb, range(ctx.label(), *b, "input B"));
-    }
+    ONYX_ASSIGN_OR_RETURN(ConvBuffers buffers, conv_buffers(ctx.label(), *x, *w, b, y));
+    const auto& [rx, rw, rb, ry] = buffers;
     const bool two_d = geo.input.size() == 2;
     auto at = [&](const std::vector<int64_t>& v, bool h) -> uint32_t {
       return static_cast<uint32_t>(two_d ? v[h ? 0 : 1] : (h ? 1 : v[0]));

@@ -501,10 +501,7 @@ void VulkanDevice::recycle_completed() {
   while (!in_flight_.empty() && in_flight_.front()->value <= done) {
     std::unique_ptr<Submission> s = std::move(in_flight_.front());
     in_flight_.pop_front();
-    for (auto& [buffer, memory] : s->staging) {
-      vkDestroyBuffer(device_, buffer, nullptr);
-      vkFreeMemory(device_, memory, nullptr);
-    }
+    for (const auto& staging : s->staging) free_staging(staging);
     s->staging.clear();
     free_.push_back(std::move(s));
   }
@@ -597,10 +594,7 @@ Result<uint64_t> VulkanDevice::submit(Submission* s) {
   free_.erase(it);
   const VkResult r = vkQueueSubmit(queue_, 1, &info, VK_NULL_HANDLE);
   if (r != VK_SUCCESS) {
-    for (auto& [buffer, memory] : owned->staging) {
-      vkDestroyBuffer(device_, buffer, nullptr);
-      vkFreeMemory(device_, memory, nullptr);
-    }
+    for (const auto& staging : owned->staging) free_staging(staging);
     owned->staging.clear();
     free_.push_back(std::move(owned));
     return runtime_error("Vulkan: vkQueueSubmit failed on ", name_, ": ", vk_error(r));
@@ -699,6 +693,11 @@ Result<std::pair<VkBuffer, VkDeviceMemory>> VulkanDevice::make_staging(VkDeviceS
   return std::make_pair(buffer, memory);
 }
 
+void VulkanDevice::free_staging(const std::pair<VkBuffer, VkDeviceMemory>& staging) {
+  vkDestroyBuffer(device_, staging.first, nullptr);
+  vkFreeMemory(device_, staging.second, nullptr);
+}
+
 Status VulkanDevice::upload(const void* host, const BufferRange& dst) {
   if (dst.size == 0) return Status::ok();
   void* mapped = nullptr;
@@ -707,8 +706,7 @@ Status VulkanDevice::upload(const void* host, const BufferRange& dst) {
   std::lock_guard<std::mutex> lock(queue_mutex_);
   Result<Submission*> s = begin();
   if (!s.is_ok()) {
-    vkDestroyBuffer(device_, staging.first, nullptr);
-    vkFreeMemory(device_, staging.second, nullptr);
+    free_staging(staging);
     return s.status();
   }
   s.value()->staging.push_back(staging);
@@ -728,8 +726,7 @@ Status VulkanDevice::download(const BufferRange& src, void* host) {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     Result<Submission*> s = begin();
     if (!s.is_ok()) {
-      vkDestroyBuffer(device_, staging.first, nullptr);
-      vkFreeMemory(device_, staging.second, nullptr);
+      free_staging(staging);
       return s.status();
     }
     VkBufferCopy region{src.offset, 0, src.size};
@@ -741,16 +738,14 @@ Status VulkanDevice::download(const BufferRange& src, void* host) {
                          &barrier, 0, nullptr, 0, nullptr);
     Result<uint64_t> submitted = submit(s.value());
     if (!submitted.is_ok()) {
-      vkDestroyBuffer(device_, staging.first, nullptr);
-      vkFreeMemory(device_, staging.second, nullptr);
+      free_staging(staging);
       return submitted.status();
     }
     value = submitted.value();
   }
   Status waited = wait(value);
   if (waited.is_ok()) std::memcpy(host, mapped, src.size);
-  vkDestroyBuffer(device_, staging.first, nullptr);
-  vkFreeMemory(device_, staging.second, nullptr);
+  free_staging(staging);
   ++counters_.device_to_host;
   counters_.device_to_host_bytes += static_cast<int64_t>(src.size);
   return waited;

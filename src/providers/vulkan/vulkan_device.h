@@ -156,6 +156,7 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   Result<uint64_t> submit(Submission* s);
   void recycle_completed();
   Result<std::pair<VkBuffer, VkDeviceMemory>> make_staging(VkDeviceSize bytes, void** mapped);
+  void free_staging(const std::pair<VkBuffer, VkDeviceMemory>& staging);
   uint32_t find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags wanted, VkMemoryPropertyFlags fallback) const;
 
   int id_ = 0;
