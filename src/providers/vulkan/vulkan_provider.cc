@@ -370,10 +370,14 @@ struct Registrar {
   Registrar() {
     Result<std::vector<std::string>> devices = VulkanDevice::list_devices();
     if (!devices.is_ok() || devices.value().empty()) {
+      const std::string why = devices.is_ok() ? "the Vulkan loader lists no device (is a driver such as "
+                                                "mesa-vulkan-drivers installed?)"
+                                              : devices.status().message();
+      // Asking for it by name then says why.
+      register_unavailable_provider(kProviderName, why);
       const char* debug = std::getenv("ONYX_DEBUG_PROVIDERS");
       if (debug != nullptr && std::string(debug) == "1") {
-        std::fprintf(stderr, "onyx: %s is not available: %s\n", kProviderName,
-                     devices.is_ok() ? "the Vulkan loader lists no device" : devices.status().message().c_str());
+        std::fprintf(stderr, "onyx: %s is not available: %s\n", kProviderName, why.c_str());
       }
       return;
     }
