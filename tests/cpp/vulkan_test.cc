@@ -198,6 +198,28 @@ TEST_F(VulkanTest, LargeMatMulAndBroadcastsMatchTheCpu) {
   expect_near(values_of(gpu->run({}, feeds)[0]), values_of(cpu->run({}, feeds)[0]));
 }
 
+TEST_F(VulkanTest, GatherChecksItsIndicesAsTheCpuDoes) {
+  ModelBuilder b(17);
+  b.input("x", {4, 3}).input("i", {2}, 7).output("y");
+  b.node("Relu", {"x"}, {"r"}).node("Gather", {"r", "i"}, {"y"});
+  SessionOptions profiled;
+  profiled.enable_profiling = true;
+  auto gpu = InferenceSession::from_bytes(b.bytes(), profiled, providers());
+  Tensor x = Tensor::from_vector<float>(random_floats(12, 31), {4, 3});
+  Feeds good{{"x", Value(x)}, {"i", Value(Tensor::from_vector<int64_t>({-1, 2}, {2}))}};
+  expect_near(values_of(gpu->run({}, good)[0]),
+              values_of(InferenceSession::from_bytes(b.bytes())->run({}, good)[0]));
+  EXPECT_EQ(nodes_and_copies(*gpu, kVulkan).first, 2);  // Relu and Gather
+  Feeds bad{{"x", Value(x)}, {"i", Value(Tensor::from_vector<int64_t>({1, 7}, {2}))}};
+  try {
+    gpu->run({}, bad);
+    ADD_FAILURE() << "no error for index 7 of 4";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("index 7 is out of range for axis 0 of size 4"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(VulkanTest, BadOptionsAndDevicesAreClearErrors) {
   ModelBuilder b(17);
   b.input("x", {2}).output("y");

@@ -1,8 +1,9 @@
 // Data movement on the device, float32: Reshape, Flatten, Squeeze,
 // Unsqueeze and Identity keep the buffer and change the shape; Transpose,
 // Concat, Split, Slice and Expand are strided copies
-// (shaders/copy_strided.comp); Gather reads int32 or int64 indices on the
-// device (shaders/gather.comp).
+// (shaders/copy_strided.comp); Gather takes its int32 or int64 indices on
+// the host, checks them as the CPU does, and gathers on the device
+// (shaders/gather.comp).
 #include <algorithm>
 #include <limits>
 
@@ -435,14 +436,29 @@ class GatherKernel final : public VulkanKernel {
     if (y.size() == 0) return Status::ok();
     int64_t inner = 1;
     for (int64_t d = axis + 1; d < rank; ++d) inner *= x->dim(d);
+    // The indices are on the host (a host input): checked as the CPU checks
+    // them, made non-negative, and sent to the device as int32.
+    if (!indices->device().host_readable()) return invalid_argument(ctx.label(), ": indices must be in host memory");
+    const int64_t dim = x->dim(axis);
+    std::vector<int32_t> normalized(static_cast<size_t>(indices->size()));
+    for (int64_t i = 0; i < indices->size(); ++i) {
+      int64_t index = indices->dtype() == DataType::kInt64 ? indices->data<int64_t>()[i] : indices->data<int32_t>()[i];
+      if (index < -dim || index >= dim) {
+        return invalid_argument(ctx.label(), ": index ", index, " is out of range for axis ", axis, " of size ", dim,
+                                " (expected [", -dim, ", ", dim - 1, "])");
+      }
+      normalized[static_cast<size_t>(i)] = static_cast<int32_t>(index < 0 ? index + dim : index);
+    }
+    Tensor device_indices(DataType::kInt32, indices->shape(), ctx.allocator());
     ONYX_ASSIGN_OR_RETURN(BufferRange rx, range(ctx.label(), *x, "input data"));
-    ONYX_ASSIGN_OR_RETURN(BufferRange ri, range(ctx.label(), *indices, "input indices"));
+    ONYX_ASSIGN_OR_RETURN(BufferRange ri, range(ctx.label(), device_indices, "the indices"));
     ONYX_ASSIGN_OR_RETURN(BufferRange ry, range(ctx.label(), y, "output 0"));
+    ONYX_RETURN_IF_ERROR(device_->upload(normalized.data(), ri));
     struct {
       uint32_t n, index_count, inner, axis_dim;
     } push{static_cast<uint32_t>(y.size()), static_cast<uint32_t>(indices->size()), static_cast<uint32_t>(inner),
-           static_cast<uint32_t>(x->dim(axis))};
-    ONYX_ASSIGN_OR_RETURN(const Pipeline* p, pipeline("gather", 3, {indices->dtype() == DataType::kInt64 ? 1 : 0}));
+           static_cast<uint32_t>(dim)};
+    ONYX_ASSIGN_OR_RETURN(const Pipeline* p, pipeline("gather", 3, {0}));
     return dispatch_flat(*p, {rx, ri, ry}, &push, sizeof(push), static_cast<uint64_t>(y.size()));
   }
 
@@ -504,7 +520,7 @@ void add_tensor_kernels(std::vector<KernelDef>& defs, const DevicePtr& device) {
   defs.push_back(vulkan_kernel<SliceKernel>(device, "Slice", 1, 9));
   defs.push_back(vulkan_kernel<SliceKernel>(device, "Slice", 10, kLatestVersion, {DataType::kFloat}, {1, 2, 3, 4}));
   defs.push_back(vulkan_kernel<ExpandKernel>(device, "Expand", 8, kLatestVersion, {DataType::kFloat}, {1}));
-  defs.push_back(vulkan_kernel<GatherKernel>(device, "Gather", 1, kLatestVersion));
+  defs.push_back(vulkan_kernel<GatherKernel>(device, "Gather", 1, kLatestVersion, {DataType::kFloat}, {1}));
   KernelDef cast = vulkan_kernel<CastKernel>(device, "Cast", 6, kLatestVersion,
                                              {DataType::kFloat, DataType::kInt32, DataType::kInt64});
   cast.more_type_constraints = {{"T2", {DataType::kFloat, DataType::kInt32, DataType::kInt64}}};
