@@ -12,6 +12,19 @@
 
 namespace onyx::cpu {
 
+// Whether two values have the same static shape: equal known dims, and
+// unknown dims named by one symbol.
+inline bool same_dims(const graph::TypeAndShape& a, const graph::TypeAndShape& b) {
+  if (!a.has_shape || !b.has_shape || a.shape.size() != b.shape.size()) return false;
+  for (size_t i = 0; i < a.shape.size(); ++i) {
+    const graph::Dim& x = a.shape[i];
+    const graph::Dim& y = b.shape[i];
+    if (x.is_known() != y.is_known()) return false;
+    if (x.is_known() ? x.value != y.value : (x.symbol.empty() || x.symbol != y.symbol)) return false;
+  }
+  return true;
+}
+
 std::unique_ptr<optimizer::Pass> make_nchwc_transformer_pass();
 std::unique_ptr<optimizer::Pass> make_nchwc_pointwise_depthwise_fusion_pass();
 // uint8 QLinearConv chains to channels-last (com.microsoft QLinearConv with

@@ -43,17 +43,6 @@ using namespace ::onyx::optimizer;  // NOLINT(google-build-using-namespace): the
 
 constexpr const char* kDomain = "com.microsoft.nchwc";
 
-bool same_dims(const graph::TypeAndShape& a, const graph::TypeAndShape& b) {
-  if (!a.has_shape || !b.has_shape || a.shape.size() != b.shape.size()) return false;
-  for (size_t i = 0; i < a.shape.size(); ++i) {
-    const graph::Dim& x = a.shape[i];
-    const graph::Dim& y = b.shape[i];
-    if (x.is_known() != y.is_known()) return false;
-    if (x.is_known() ? x.value != y.value : (x.symbol.empty() || x.symbol != y.symbol)) return false;
-  }
-  return true;
-}
-
 bool is_unary_elementwise(const graph::Node& n) {
   static const char* kOps[] = {"Relu", "LeakyRelu", "Sigmoid",  "Tanh", "Clip", "HardSigmoid", "HardSwish",
                                "Elu",  "Selu",      "Softplus", "Abs",  "Neg",  "Identity"};

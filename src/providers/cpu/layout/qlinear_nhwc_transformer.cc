@@ -32,17 +32,6 @@ using namespace ::onyx::optimizer;  // NOLINT(google-build-using-namespace): the
 
 constexpr const char* kContrib = "com.microsoft";
 
-bool same_dims(const graph::TypeAndShape& a, const graph::TypeAndShape& b) {
-  if (!a.has_shape || !b.has_shape || a.shape.size() != b.shape.size()) return false;
-  for (size_t i = 0; i < a.shape.size(); ++i) {
-    const graph::Dim& x = a.shape[i];
-    const graph::Dim& y = b.shape[i];
-    if (x.is_known() != y.is_known()) return false;
-    if (x.is_known() ? x.value != y.value : (x.symbol.empty() || x.symbol != y.symbol)) return false;
-  }
-  return true;
-}
-
 bool is_8bit_4d(const graph::TypeAndShape& info) {
   return (info.type.elem_type == DataType::kUInt8 || info.type.elem_type == DataType::kInt8) && info.has_shape &&
          info.shape.size() == 4;
