@@ -3,6 +3,7 @@ and the comparison with onnxruntime."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -76,3 +77,22 @@ def assert_close(actual, expected, name: str = "output") -> None:
     tolerance = 1e-4 + 1e-3 * float(np.max(np.abs(e)))
     error = float(np.max(np.abs(a - e)))
     assert error <= tolerance, f"{name}: max abs error {error:.3g} > tolerance {tolerance:.3g}"
+
+
+def profile_nodes_and_copies(session):
+    """(nodes run per provider, copy steps) of a profiled session's runs so
+    far, from the file end_profiling() writes (removed afterwards). Copies
+    of feeds in and fetches out happen around the plan and are not steps."""
+    path = session.end_profiling()
+    with open(path) as f:
+        events = json.load(f)
+    os.remove(path)
+    nodes, copies = {}, 0
+    for e in events:
+        if e.get("cat") != "Node":
+            continue
+        if e["args"]["op_name"] == "Copy":
+            copies += 1
+        else:
+            nodes[e["args"]["provider"]] = nodes.get(e["args"]["provider"], 0) + 1
+    return nodes, copies

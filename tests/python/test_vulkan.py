@@ -4,7 +4,6 @@ real models of ../shared/models against onnxruntime, weights kept on the
 device (only feeds and fetches are copied, as the profile shows), I/O binding
 that leaves outputs on the device, and its option errors."""
 
-import json
 import os
 
 import numpy as np
@@ -13,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onyx
-from helpers import MODELS_DIR, assert_close
+from helpers import MODELS_DIR, assert_close, profile_nodes_and_copies
 from test_models import MODELS, random_feeds
 
 VK = "VulkanExecutionProvider"
@@ -31,24 +30,6 @@ def _model_path(name):
     if not os.path.exists(path):
         pytest.skip(f"{path} not found: the real models live in ../shared/models (set ONYX_MODELS_DIR)")
     return path
-
-
-def _profile(session):
-    """(nodes per provider, copies) of the profiled runs so far."""
-    path = session.end_profiling()
-    with open(path) as f:
-        events = json.load(f)
-    os.remove(path)
-    nodes, copies = {}, 0
-    for e in events:
-        if e.get("cat") != "Node":
-            continue
-        if e["args"]["op_name"] == "Copy":
-            copies += 1
-        else:
-            provider = e["args"]["provider"]
-            nodes[provider] = nodes.get(provider, 0) + 1
-    return nodes, copies
 
 
 def _cnn(batch=2):
@@ -110,7 +91,7 @@ def test_weights_stay_on_the_device_and_only_feeds_and_fetches_are_copied():
     want = onnxruntime.InferenceSession(_cnn(), providers=[CPU]).run(None, {"x": x})[0]
     for _ in range(3):
         assert_close(s.run(None, {"x": x})[0], want, "cnn with Vulkan")
-    nodes, copies = _profile(s)
+    nodes, copies = profile_nodes_and_copies(s)
     # BatchNormalization is folded into the Conv before it: nine nodes a run,
     # all on the device, and no copy between them (the feed and the fetch
     # cross around the plan; the weights went to the device with the session).
