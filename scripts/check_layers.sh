@@ -59,5 +59,13 @@ if [ -d serving ] && grep -rn '#include "' serving | grep -v -e '#include "onyx/
   echo "layering: serving/ includes something of onyx other than its public API (include/onyx/)"
   status=1
 fi
+# The WebAssembly module's boundary (web/src/) is over the public C++ API,
+# plus the model reader for decoding test data (decodeProto) and the JSON
+# writer; no kernels, sessions or graphs of the core's insides.
+if [ -d web/src ] && grep -rn '#include "' web/src |
+    grep -v -e '#include "onyx/' -e '#include "model/' -e '#include "common/json.h"'; then
+  echo "layering: web/src includes more of onyx than its public API, model/ and common/json.h"
+  status=1
+fi
 [ "$status" -eq 0 ] && echo "layering: every include points down the layers"
 exit "$status"

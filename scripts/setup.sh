@@ -49,6 +49,17 @@ command -v mpicc >/dev/null || need_apt+=(libopenmpi-dev)
 [ -f /usr/include/vulkan/vulkan.h ] || need_apt+=(libvulkan-dev)
 command -v glslangValidator >/dev/null || need_apt+=(glslang-tools)
 compgen -G "/usr/share/vulkan/icd.d/lvp_icd*.json" >/dev/null || need_apt+=(mesa-vulkan-drivers)
+# onyx for the web (web/, scripts/build_web.sh): Emscripten, and acorn for its
+# JavaScript optimizer; headless Chromium and its WebDriver for the browser
+# tests (tests/python/test_web.py).
+command -v emcc >/dev/null || need_apt+=(emscripten)
+[ -d /usr/share/nodejs/acorn ] || need_apt+=(node-acorn)
+# Emscripten compiles with clang-19 (scripts/build_web.sh says why).
+[ -x /usr/lib/llvm-19/bin/clang++ ] || need_apt+=(clang-19)
+[ -x /usr/lib/llvm-19/bin/wasm-ld ] || need_apt+=(lld-19)
+[ -x /usr/lib/llvm-19/bin/llvm-ar ] || need_apt+=(llvm-19)
+command -v chromium >/dev/null || need_apt+=(chromium)
+command -v chromedriver >/dev/null || need_apt+=(chromium-driver)
 # The C# binding (csharp/): Mono's compiler and runtime.
 { command -v mcs >/dev/null && command -v mono >/dev/null; } || need_apt+=(mono-mcs mono-runtime)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -81,8 +92,9 @@ fi
 # onyx.quantization run it). tokenizers is onyx.genai's Python tokenizer,
 # safetensors how its model builder reads Hugging Face weights, and
 # onnxruntime-genai the reference its tests and benchmark compare against.
+# selenium drives headless Chromium in the browser tests of onyx-web.
 python_packages=(numpy onnx onnxruntime nanobind scikit-build-core pytest scikit-learn skl2onnx openvino tritonclient ray
-  mpi4py onnx-ir tokenizers safetensors onnxruntime-genai)
+  mpi4py onnx-ir tokenizers safetensors onnxruntime-genai selenium)
 # What pip installs for a name above, where it needs extras.
 declare -A install_as=([tritonclient]="tritonclient[http]" [ray]="ray[data,serve]")
 mapfile -t missing < <("$venv/bin/python" - "${python_packages[@]}" <<'EOF'

@@ -29,6 +29,15 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DONYX_WERROR="$werro
   -DPython_EXECUTABLE="$root/.venv/bin/python" -DPython3_EXECUTABLE="$root/.venv/bin/python" >/dev/null
 cmake --build "$build" -j "$jobs"
 
+# onyx for the web (web/): both WebAssembly builds into web/dist/, which
+# tests/python/test_web.py runs under Node.js and in headless Chromium.
+if command -v emcmake >/dev/null; then
+  echo "== onyx-web (WebAssembly)"
+  scripts/build_web.sh
+else
+  echo "== onyx-web: emscripten is not installed (scripts/setup.sh installs it); its tests will skip"
+fi
+
 echo "== C++ tests"
 "$build/onyx_tests" --gtest_brief=1
 # Packed weights on transparent huge pages (opt-in, src/providers/cpu/huge_pages.h).

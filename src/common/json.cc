@@ -3,10 +3,47 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_set>
 
 namespace onyx {
+namespace {
+
+// Floating-point <charconv> where the standard library has it (libstdc++);
+// libc++ before LLVM 17 (Emscripten's, for web/) has only the integer forms,
+// so there the C library does the same job.
+#if defined(__cpp_lib_to_chars)
+bool parse_double(const char* first, const char* last, double& value) {
+  auto [end, ec] = std::from_chars(first, last, value);
+  return ec == std::errc() && end == last;
+}
+// The shortest scientific form that reads back as `value`: "-1.2345e+20".
+std::string shortest_scientific(double value) {
+  char buffer[64];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::scientific);
+  return std::string(buffer, end);
+}
+#else
+bool parse_double(const char* first, const char* last, double& value) {
+  const std::string text(first, last);  // strtod needs the terminator
+  char* end = nullptr;
+  value = std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size() && std::isfinite(value);
+}
+std::string shortest_scientific(double value) {
+  char buffer[64];
+  for (int digits = 0; digits < 17; ++digits) {
+    std::snprintf(buffer, sizeof(buffer), "%.*e", digits, value);
+    if (std::strtod(buffer, nullptr) == value) return buffer;
+  }
+  std::snprintf(buffer, sizeof(buffer), "%.17e", value);
+  return buffer;
+}
+#endif
+
+}  // namespace
+
 
 const char* json_kind_name(Json::Kind kind) {
   switch (kind) {
@@ -391,8 +428,7 @@ class Parser {
       }
     }
     double value = 0.0;
-    auto [end, ec] = std::from_chars(first, last, value);
-    if (ec != std::errc() || end != last || !std::isfinite(value)) {
+    if (!parse_double(first, last, value) || !std::isfinite(value)) {
       pos_ = start;
       return error("a number outside the double range");
     }
@@ -411,9 +447,7 @@ class Parser {
 // otherwise ("1e-05", "1.5e+16").
 std::string python_float_repr(double value) {
   if (value == 0.0) return std::signbit(value) ? "-0.0" : "0.0";
-  char buffer[64];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::scientific);
-  std::string sci(buffer, end);  // "-1.2345e+20"
+  std::string sci = shortest_scientific(value);  // "-1.2345e+20"
   std::string sign;
   if (sci[0] == '-') {
     sign = "-";

@@ -29,7 +29,7 @@ struct FlatNode {
 
 class Builder {
  public:
-  Builder(const model::ModelProto& model, const BuildLimits& limits) : model_(model), limits_(limits) {
+  Builder(const model::ModelProto& model, const BuildLimits& limits) : limits_(limits) {
     model_opsets_ = opset_map(model.opset_import);
     for (const FunctionProto& f : model.functions) {
       functions_[{canonical_domain(f.domain), f.name}] = &f;
@@ -390,7 +390,6 @@ class Builder {
     return attr;
   }
 
-  const model::ModelProto& model_;
   BuildLimits limits_;
   OpsetMap model_opsets_;
   std::map<std::pair<std::string, std::string>, const FunctionProto*> functions_;
