@@ -42,6 +42,7 @@ export namespace InferenceSession {
     intraOpNumThreads?: number;
     graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'all';
     logSeverityLevel?: 0 | 1 | 2 | 3 | 4;
+    enableProfiling?: boolean;
   }
   type FeedsType = { [name: string]: OnnxValue };
   type FetchesType = readonly string[] | { [name: string]: unknown };
@@ -58,6 +59,8 @@ export class InferenceSession {
   run(feeds: InferenceSession.FeedsType, fetches?: InferenceSession.FetchesType,
       options?: unknown): Promise<InferenceSession.ReturnType>;
   release(): Promise<void>;
+  /** Stops profiling; returns the Chrome-trace events (onnxruntime-web returns nothing). */
+  endProfiling(): { name: string; cat: string; dur: number; ts: number; args: Record<string, unknown> }[];
   /** onyx-web only: the build and thread count this session runs with. */
   readonly backend: { variant: 'simd-threaded' | 'plain'; threads: number };
 }

@@ -322,7 +322,11 @@ function readResults(m, results) {
       out[name] = readTensor(m, results, i, -1);
     } else if (kind === 1) {
       const items = [];
-      for (let j = 0; j < m._onyx_web_result_items(results, i); ++j) items.push(readTensor(m, results, i, j));
+      for (let j = 0; j < m._onyx_web_result_items(results, i); ++j) {
+        if (m._onyx_web_result_rank(results, i, j) < 0)
+          throw new Error(`output '${name}': a sequence of maps; maps are not returned to JavaScript (fetch the other outputs)`);
+        items.push(readTensor(m, results, i, j));
+      }
       out[name] = items;
     } else if (kind === 2) {
       out[name] = null;
@@ -350,7 +354,8 @@ export class InferenceSession {
   // create(url | path | ArrayBuffer | Uint8Array, options?) -> Promise<InferenceSession>
   // options: executionProviders (['wasm'] or ['cpu']; others fall back with
   // a warning), intraOpNumThreads, graphOptimizationLevel
-  // ('disabled'|'basic'|'extended'|'all'), logSeverityLevel (0-4).
+  // ('disabled'|'basic'|'extended'|'all'), logSeverityLevel (0-4),
+  // enableProfiling (then endProfiling() returns the trace).
   static async create(model, options = {}) {
     let bytes;
     if (typeof model === 'string') bytes = await fetchModel(model);
@@ -378,7 +383,8 @@ export class InferenceSession {
     let handle;
     try {
       heap(m).set(bytes, ptr);
-      handle = m._onyx_web_session_create(ptr, bytes.byteLength, threads, level, logLevel);
+      handle = m._onyx_web_session_create(ptr, bytes.byteLength, threads, level, logLevel,
+                                          options.enableProfiling ? 1 : 0);
     } finally {
       m._free(ptr);
     }
@@ -438,6 +444,18 @@ export class InferenceSession {
       m._free(namesPtr);
       m._onyx_web_feeds_release(handle);
     }
+  }
+
+  // Stops profiling (options.enableProfiling) and returns its events, a
+  // Chrome trace: one {name, cat, dur (µs), args: {op_name, ...}} per node
+  // run, and the session's own steps. onnxruntime-web's endProfiling returns
+  // nothing; onyx-web gives the events instead of writing a file.
+  endProfiling() {
+    const m = this._m;
+    const ptr = m._onyx_web_end_profiling(this._handle);
+    if (!ptr) throw new Error(lastError(m));
+    const text = m.UTF8ToString(ptr);
+    return text ? JSON.parse(text) : [];
   }
 
   async release() {

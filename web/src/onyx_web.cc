@@ -9,8 +9,11 @@
 #include <emscripten/emscripten.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <exception>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -57,6 +60,7 @@ struct Feeds {
 struct Session {
   std::unique_ptr<onyx::InferenceSession> session;
   std::string io_json;
+  std::string profile;
 };
 
 onyx::Result<onyx::Tensor> make_tensor(int32_t dtype, int32_t rank, const int64_t* dims, const void* data,
@@ -138,11 +142,14 @@ EMSCRIPTEN_KEEPALIVE const char* onyx_web_last_error() { return g_last_error.c_s
 // A session of the model in [bytes, bytes + length). threads: intra-op
 // threads (0: the default); opt_level: 0 disabled, 1 basic, 2 extended, 99 all.
 EMSCRIPTEN_KEEPALIVE Session* onyx_web_session_create(const char* bytes, size_t length, int32_t threads,
-                                                      int32_t opt_level, int32_t log_level) {
+                                                      int32_t opt_level, int32_t log_level, int32_t profiling) {
   return guarded<>(static_cast<Session*>(nullptr), [&] {
     onyx::SessionOptions options;
     options.intra_op_num_threads = threads;
     options.log_severity_level = log_level;
+    // The trace goes to the module's in-memory file system; onyx_web_end_profiling reads it back.
+    options.enable_profiling = profiling != 0;
+    options.profile_file_prefix = "/tmp/onyx_profile";
     switch (opt_level) {
       case 0: options.graph_optimization_level = onyx::GraphOptimizationLevel::kDisableAll; break;
       case 1: options.graph_optimization_level = onyx::GraphOptimizationLevel::kEnableBasic; break;
@@ -162,6 +169,20 @@ EMSCRIPTEN_KEEPALIVE Session* onyx_web_session_create(const char* bytes, size_t 
 }
 
 EMSCRIPTEN_KEEPALIVE void onyx_web_session_release(Session* s) { delete s; }
+
+// Stops profiling and returns the Chrome-trace JSON (empty when profiling was
+// off); valid until the next call for this session.
+EMSCRIPTEN_KEEPALIVE const char* onyx_web_end_profiling(Session* s) {
+  return guarded<>(static_cast<const char*>(nullptr), [&] {
+    s->profile.clear();
+    const std::string path = s->session->end_profiling();
+    if (path.empty()) return s->profile.c_str();
+    std::ifstream in(path, std::ios::binary);
+    s->profile.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::remove(path.c_str());
+    return s->profile.c_str();
+  });
+}
 
 // {"inputs": [{name, onnxType, elemType, shape}], "outputs": [...]}
 EMSCRIPTEN_KEEPALIVE const char* onyx_web_session_io(const Session* s) { return s->io_json.c_str(); }

@@ -21,6 +21,29 @@ inline Vec4 load4(const float* p) {
 }
 inline void store4(float* p, Vec4 v) { std::memcpy(p, &v, sizeof(v)); }
 
+inline Vec4 splat(float v) { return Vec4{v, v, v, v}; }
+
+// Four columns j..j+3 of row i: + row_bias[i] + col_bias[j..], then the
+// activation (a GemmActivation), as finish() below does one element, NaN
+// included. Convolutions with few input channels are GEMMs with a small K,
+// where a scalar write-back costs as much as the products.
+inline Vec4 finish4(Vec4 v, int i, int64_t j, const TileEpilogue& ep) {
+  if (ep.row_bias != nullptr) v += splat(ep.row_bias[i]);
+  if (ep.col_bias != nullptr) v += load4(ep.col_bias + j);
+  const Vec4 zero = splat(0.0f);
+  switch (ep.activation) {
+    case 1: return v > zero ? v : zero;
+    case 2: {
+      const Vec4 lo = splat(ep.clip_min);
+      const Vec4 hi = splat(ep.clip_max);
+      v = v < lo ? lo : v;
+      return hi < v ? hi : v;
+    }
+    case 3: return v >= zero ? v : v * splat(ep.leaky_alpha);
+    default: return v;
+  }
+}
+
 // C(i, j) + row_bias[i] + col_bias[j], then the activation (a GemmActivation).
 inline float finish(float v, int i, int64_t j, const TileEpilogue& ep) {
   if (ep.row_bias != nullptr) v += ep.row_bias[i];
@@ -51,13 +74,17 @@ void tile_6x8(int64_t k, const float* a, const float* b, float* c, int64_t ldc, 
   }
   const Vec4 va = Vec4{alpha, alpha, alpha, alpha};
   const Vec4 vb = Vec4{beta, beta, beta, beta};
-  if (n == kNR && ep == nullptr) {
+  if (n == kNR) {
     for (int i = 0; i < M; ++i) {
       float* row = c + i * ldc;
       Vec4 v0 = va * acc[i][0], v1 = va * acc[i][1];
       if (beta != 0.0f) {
         v0 += vb * load4(row);
         v1 += vb * load4(row + 4);
+      }
+      if (ep != nullptr) {
+        v0 = finish4(v0, i, 0, *ep);
+        v1 = finish4(v1, i, 4, *ep);
       }
       store4(row, v0);
       store4(row + 4, v1);

@@ -32,7 +32,7 @@ constexpr int64_t kChunk = 32;      // codes per chunk of a packed block
 // threads, a loaded 2-core AVX2 EPYC): the int8 path is as fast or faster up
 // to M = 128, the float path a little faster at M = 512.
 constexpr int64_t kFloatRows = 256;
-constexpr int64_t kPrefetchRecords = 16;
+[[maybe_unused]] constexpr int64_t kPrefetchRecords = 16;  // x86 only (_mm_prefetch)
 constexpr int64_t kPanelGroups = 32;  // column groups dequantized per SGEMM call on the float path
 
 int code_of(const Int4Weights& w, int64_t col, int64_t kk) {
