@@ -50,8 +50,8 @@ def page_inputs(session) -> dict[str, np.ndarray]:
         dims = [d if isinstance(d, int) and d > 0 else 1 for d in meta.shape]
         data = np.empty(int(np.prod(dims)), np.float32)
         for i in range(data.size):
-            seed = (seed * 1103515245 + 12345) % 2147483648
-            data[i] = seed / 2147483648
+            seed = (seed * 48271) % 2147483647
+            data[i] = seed / 2147483647
         feeds[meta.name] = data.reshape(dims)
     return feeds
 
