@@ -58,6 +58,7 @@ command -v emcc >/dev/null || need_apt+=(emscripten)
 [ -x /usr/lib/llvm-19/bin/clang++ ] || need_apt+=(clang-19)
 [ -x /usr/lib/llvm-19/bin/wasm-ld ] || need_apt+=(lld-19)
 [ -x /usr/lib/llvm-19/bin/llvm-ar ] || need_apt+=(llvm-19)
+command -v tsc >/dev/null || need_apt+=(node-typescript)  # checks web/js/onyx.d.ts
 command -v chromium >/dev/null || need_apt+=(chromium)
 command -v chromedriver >/dev/null || need_apt+=(chromium-driver)
 # The C# binding (csharp/): Mono's compiler and runtime.

@@ -92,6 +92,18 @@ def test_node_api():
     assert "# skipped 0" in done.stdout or not (DATA / "node").is_dir(), done.stdout
 
 
+def test_typescript_declarations():
+    """web/tests/types.ts, written as a page for onnxruntime-web would use the
+    API, type-checks against onyx.d.ts (Debian's node-typescript)."""
+    tsc = shutil.which("tsc")
+    if tsc is None:
+        pytest.skip("tsc is not installed (scripts/setup.sh installs node-typescript)")
+    done = subprocess.run([tsc, "--noEmit", "--strict", "--target", "es2020", "--module", "es2020",
+                           "--moduleResolution", "node", "types.ts"], cwd=WEB / "tests", capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_node_cases_under_node(tmp_path):
     """Every node case through onyx-web in Node.js, gated as in Chromium."""
     require_dist()

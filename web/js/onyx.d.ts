@@ -43,6 +43,12 @@ export namespace InferenceSession {
     graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'all';
     logSeverityLevel?: 0 | 1 | 2 | 3 | 4;
     enableProfiling?: boolean;
+    enableMemPattern?: boolean;
+    enableCpuMemArena?: boolean;
+    executionMode?: 'sequential' | 'parallel';
+    freeDimensionOverrides?: { [symbol: string]: number };
+    /** Session config entries; nested objects are joined with '.' ({session: {a: '1'}} is 'session.a'). */
+    extra?: Record<string, unknown>;
   }
   type FeedsType = { [name: string]: OnnxValue };
   type FetchesType = readonly string[] | { [name: string]: unknown };

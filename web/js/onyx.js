@@ -355,7 +355,10 @@ export class InferenceSession {
   // options: executionProviders (['wasm'] or ['cpu']; others fall back with
   // a warning), intraOpNumThreads, graphOptimizationLevel
   // ('disabled'|'basic'|'extended'|'all'), logSeverityLevel (0-4),
-  // enableProfiling (then endProfiling() returns the trace).
+  // enableProfiling (then endProfiling() returns the trace), enableMemPattern,
+  // enableCpuMemArena, executionMode ('sequential'|'parallel'),
+  // freeDimensionOverrides ({symbol: size}), extra (config entries:
+  // {session: {key: value}} is 'session.key').
   static async create(model, options = {}) {
     let bytes;
     if (typeof model === 'string') bytes = await fetchModel(model);
@@ -379,13 +382,22 @@ export class InferenceSession {
     const level = OPT_LEVELS[options.graphOptimizationLevel ?? 'all'];
     if (level === undefined) throw new TypeError(`graphOptimizationLevel '${options.graphOptimizationLevel}' is not one of ${Object.keys(OPT_LEVELS)}`);
     const logLevel = options.logSeverityLevel ?? LOG_LEVELS[env.logLevel] ?? 2;
+    if (options.executionMode !== undefined && !['sequential', 'parallel'].includes(options.executionMode))
+      throw new TypeError(`executionMode '${options.executionMode}' is not 'sequential' or 'parallel'`);
+    const settings = {
+      threads, optLevel: level, logLevel, profiling: Boolean(options.enableProfiling),
+      enableMemPattern: options.enableMemPattern ?? true, enableCpuMemArena: options.enableCpuMemArena ?? true,
+      parallel: options.executionMode === 'parallel',
+      freeDimensionOverrides: options.freeDimensionOverrides ?? {}, extra: options.extra ?? {},
+    };
     const ptr = m._malloc(Math.max(1, bytes.byteLength));
+    const settingsPtr = cString(m, JSON.stringify(settings));
     let handle;
     try {
       heap(m).set(bytes, ptr);
-      handle = m._onyx_web_session_create(ptr, bytes.byteLength, threads, level, logLevel,
-                                          options.enableProfiling ? 1 : 0);
+      handle = m._onyx_web_session_create(ptr, bytes.byteLength, settingsPtr);
     } finally {
+      m._free(settingsPtr);
       m._free(ptr);
     }
     if (!handle) throw new Error(lastError(m));

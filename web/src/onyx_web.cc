@@ -14,6 +14,7 @@
 #include <exception>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -131,6 +132,49 @@ onyx::Json metadata_json(const std::vector<onyx::ValueMetadata>& values) {
   return list;
 }
 
+// Flattens `extra` config entries: {"session": {"a": "1"}} -> "session.a" = "1".
+void flatten_entries(const onyx::Json& value, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (value.kind() == onyx::Json::Kind::kObject) {
+    for (const auto& [key, member] : value.as_object())
+      flatten_entries(member, prefix.empty() ? key : prefix + "." + key, out);
+  } else if (value.kind() == onyx::Json::Kind::kString) {
+    out[prefix] = value.as_string();
+  } else if (value.kind() == onyx::Json::Kind::kBool) {
+    out[prefix] = value.as_bool() ? "1" : "0";
+  } else if (value.is_number()) {
+    out[prefix] = std::to_string(value.as_int());
+  } else {
+    throw onyx::Error(onyx::invalid_argument("session option extra '", prefix, "' is not a string, number or boolean"));
+  }
+}
+
+onyx::SessionOptions session_options(const onyx::Json& o) {
+  onyx::SessionOptions options;
+  if (const auto* v = o.find("threads")) options.intra_op_num_threads = static_cast<int>(v->as_int());
+  if (const auto* v = o.find("logLevel")) options.log_severity_level = static_cast<int>(v->as_int());
+  if (const auto* v = o.find("optLevel")) {
+    switch (v->as_int()) {
+      case 0: options.graph_optimization_level = onyx::GraphOptimizationLevel::kDisableAll; break;
+      case 1: options.graph_optimization_level = onyx::GraphOptimizationLevel::kEnableBasic; break;
+      case 2: options.graph_optimization_level = onyx::GraphOptimizationLevel::kEnableExtended; break;
+      default: options.graph_optimization_level = onyx::GraphOptimizationLevel::kEnableAll; break;
+    }
+  }
+  // The trace goes to the module's in-memory file system; onyx_web_end_profiling reads it back.
+  if (const auto* v = o.find("profiling")) options.enable_profiling = v->as_bool();
+  options.profile_file_prefix = "/tmp/onyx_profile";
+  if (const auto* v = o.find("enableMemPattern")) options.enable_mem_pattern = v->as_bool();
+  if (const auto* v = o.find("enableCpuMemArena")) options.enable_cpu_mem_arena = v->as_bool();
+  if (const auto* v = o.find("parallel")) {
+    options.execution_mode = v->as_bool() ? onyx::ExecutionMode::kParallel : onyx::ExecutionMode::kSequential;
+  }
+  if (const auto* v = o.find("freeDimensionOverrides")) {
+    for (const auto& [name, value] : v->as_object()) options.free_dimension_overrides[name] = value.as_int();
+  }
+  if (const auto* v = o.find("extra")) flatten_entries(*v, "", options.config_entries);
+  return options;
+}
+
 }  // namespace
 
 extern "C" {
@@ -139,23 +183,16 @@ EMSCRIPTEN_KEEPALIVE const char* onyx_web_version() { return ONYX_VERSION; }
 
 EMSCRIPTEN_KEEPALIVE const char* onyx_web_last_error() { return g_last_error.c_str(); }
 
-// A session of the model in [bytes, bytes + length). threads: intra-op
-// threads (0: the default); opt_level: 0 disabled, 1 basic, 2 extended, 99 all.
-EMSCRIPTEN_KEEPALIVE Session* onyx_web_session_create(const char* bytes, size_t length, int32_t threads,
-                                                      int32_t opt_level, int32_t log_level, int32_t profiling) {
+// A session of the model in [bytes, bytes + length), with the options in
+// `options_json` (written by web/js/onyx.js): threads, optLevel (0 disabled,
+// 1 basic, 2 extended, 99 all), logLevel, profiling, enableMemPattern,
+// enableCpuMemArena, parallel, freeDimensionOverrides {name: size}, extra
+// (config entries, nested objects joined with '.').
+EMSCRIPTEN_KEEPALIVE Session* onyx_web_session_create(const char* bytes, size_t length, const char* options_json) {
   return guarded<>(static_cast<Session*>(nullptr), [&] {
-    onyx::SessionOptions options;
-    options.intra_op_num_threads = threads;
-    options.log_severity_level = log_level;
-    // The trace goes to the module's in-memory file system; onyx_web_end_profiling reads it back.
-    options.enable_profiling = profiling != 0;
-    options.profile_file_prefix = "/tmp/onyx_profile";
-    switch (opt_level) {
-      case 0: options.graph_optimization_level = onyx::GraphOptimizationLevel::kDisableAll; break;
-      case 1: options.graph_optimization_level = onyx::GraphOptimizationLevel::kEnableBasic; break;
-      case 2: options.graph_optimization_level = onyx::GraphOptimizationLevel::kEnableExtended; break;
-      default: options.graph_optimization_level = onyx::GraphOptimizationLevel::kEnableAll; break;
-    }
+    auto parsed = onyx::parse_json(options_json);
+    if (!parsed.is_ok()) throw onyx::Error(parsed.status());
+    const onyx::SessionOptions options = session_options(parsed.value());
     auto s = std::make_unique<Session>();
     s->session = onyx::InferenceSession::from_bytes(std::string_view(bytes, length), options);
     onyx::Json io = onyx::Json::object();

@@ -141,3 +141,22 @@ test('a string tensor round-trips through a model', { skip: dataSkip }, async ()
   assert.deepEqual(out[session.outputNames[0]].data, ['héllo wörld ✓', 'y']);
   await session.release();
 });
+
+test('session options: free dimensions, config entries, profiling', async () => {
+  const session = await ort.InferenceSession.create(MODEL, {
+    freeDimensionOverrides: { batch: 2 }, extra: { session: { intra_op: { allow_spinning: '0' } } },
+    enableProfiling: true, executionMode: 'sequential', enableMemPattern: false,
+  });
+  // The override fixed the symbolic batch: a batch of 1 is refused, naming the input.
+  await assert.rejects(session.run({ image: image(1, 1) }), /image/);
+  const { probabilities } = await session.run({ image: image(1, 2) });
+  assert.deepEqual(probabilities.dims, [2, 10]);
+  const events = session.endProfiling();
+  const nodes = events.filter((e) => e.cat === 'Node');
+  assert.ok(nodes.length > 0 && nodes.every((e) => typeof e.args.op_name === 'string' && e.dur >= 0));
+  assert.ok(nodes.some((e) => e.args.op_name.includes('Conv')), JSON.stringify(nodes.map((e) => e.args.op_name)));
+  await session.release();
+  await assert.rejects(ort.InferenceSession.create(MODEL, { extra: { bad: [1] } }), /extra 'bad'/);
+  await assert.rejects(ort.InferenceSession.create(MODEL, { executionMode: 'sideways' }), TypeError);
+  await assert.rejects(ort.InferenceSession.create(MODEL, { graphOptimizationLevel: 'most' }), TypeError);
+});
