@@ -350,6 +350,14 @@ async function fetchModel(url) {
   return new Uint8Array(await response.arrayBuffer());
 }
 
+// A session's module memory and workers, returned on release() or, for a
+// session dropped without it, once JavaScript collects the object.
+function releaseSession({ m, handle, workers }) {
+  m._onyx_web_session_release(handle);
+  m.onyxWorkersInUse -= workers;
+}
+const collected = new FinalizationRegistry(releaseSession);
+
 export class InferenceSession {
   // create(url | path | ArrayBuffer | Uint8Array, options?) -> Promise<InferenceSession>
   // options: executionProviders (['wasm'] or ['cpu']; others fall back with
@@ -378,6 +386,16 @@ export class InferenceSession {
     threads = Math.max(1, Math.min(MAX_THREADS, threads));
     const m = await moduleFor(variant);
     env.loaded = { variant, simd: variant !== 'plain', threads: variant !== 'plain' };
+    // A session's pool takes threads - 1 of the module's workers until it is
+    // released; past the last one the module would abort, so a session gets
+    // what is left (and a warning).
+    m.onyxWorkersInUse = m.onyxWorkersInUse ?? 0;
+    const left = MAX_THREADS - 1 - m.onyxWorkersInUse;
+    if (threads - 1 > left) {
+      console.warn(`onyx-web: ${threads} threads asked for, ${left + 1} available (the other workers belong to ` +
+                   'sessions not yet released); running with ' + (left + 1));
+      threads = left + 1;
+    }
 
     const level = OPT_LEVELS[options.graphOptimizationLevel ?? 'all'];
     if (level === undefined) throw new TypeError(`graphOptimizationLevel '${options.graphOptimizationLevel}' is not one of ${Object.keys(OPT_LEVELS)}`);
@@ -409,6 +427,9 @@ export class InferenceSession {
     this._handle = handle;
     this._threads = threads;
     this._variant = variant;
+    m.onyxWorkersInUse += threads - 1;
+    this._token = { m, handle, workers: threads - 1 };
+    collected.register(this, this._token, this._token);
     const io = JSON.parse(m.UTF8ToString(m._onyx_web_session_io(handle)));
     // onnxruntime's ValueMetadata ({name, isTensor, type, shape}: a symbolic
     // dimension as its name, an unknown one as -1), plus the ONNX type.
@@ -471,7 +492,9 @@ export class InferenceSession {
   }
 
   async release() {
-    if (this._handle) this._m._onyx_web_session_release(this._handle);
+    if (!this._handle) return;
+    collected.unregister(this._token);
+    releaseSession(this._token);
     this._handle = 0;
   }
 

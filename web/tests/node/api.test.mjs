@@ -160,3 +160,16 @@ test('session options: free dimensions, config entries, profiling', async () => 
   await assert.rejects(ort.InferenceSession.create(MODEL, { executionMode: 'sideways' }), TypeError);
   await assert.rejects(ort.InferenceSession.create(MODEL, { graphOptimizationLevel: 'most' }), TypeError);
 });
+
+test('more threads than the module has workers: later sessions get what is left, never an abort', async () => {
+  const sessions = [];
+  for (let i = 0; i < 6; ++i) sessions.push(await ort.InferenceSession.create(MODEL, { intraOpNumThreads: 3 }));
+  // 7 workers: 2 + 2 + 2 + 1, then none left.
+  assert.deepEqual(sessions.map((s) => s.backend.threads), [3, 3, 3, 2, 1, 1]);
+  for (const s of sessions) assert.equal((await s.run({ image: image() })).probabilities.dims[1], 10);
+  for (const s of sessions) await s.release();
+  const all = await ort.InferenceSession.create(MODEL, { intraOpNumThreads: 8 });
+  assert.equal(all.backend.threads, 8);
+  assert.equal((await all.run({ image: image() })).probabilities.dims[1], 10);
+  await all.release();
+});
