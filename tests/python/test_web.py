@@ -240,3 +240,38 @@ def test_errors_reach_the_page_as_rejections(chromium, server):
         });
     """)
     assert "x" in message and "no error" not in message
+
+
+def test_tensor_from_image_and_back(chromium, server):
+    """Tensor.fromImage and toImageData as onnxruntime-web defines them:
+    (pixel + bias) / mean per channel, RGB/BGR/RGBA, NCHW/NHWC, resizing."""
+    chromium.get(f"{server}/demo/")
+    wait_for(chromium, "window.onyxDemo && window.onyxDemo.ready", timeout=120)
+    got = chromium.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        import('/dist/onyx.js').then(async (ort) => {
+          const image = new ImageData(3, 2);  // 2 rows of 3 pixels
+          for (let i = 0; i < 24; ++i) image.data[i] = (i * 37) % 256;
+          for (let i = 3; i < 24; i += 4) image.data[i] = 255;
+          const plain = await ort.Tensor.fromImage(image);
+          const bgr = await ort.Tensor.fromImage(image, { tensorFormat: 'BGR', tensorLayout: 'NHWC',
+                                                          norm: { mean: [2, 4, 8], bias: -1 } });
+          const bytes = await ort.Tensor.fromImage(image, { dataType: 'uint8', tensorFormat: 'RGBA' });
+          const resized = await ort.Tensor.fromImage(image, { resizedWidth: 6, resizedHeight: 4 });
+          const back = plain.toImageData();
+          done({ pixels: Array.from(image.data), plain: [Array.from(plain.data), plain.dims],
+                 bgr: [Array.from(bgr.data), bgr.dims], bytes: [Array.from(bytes.data), bytes.dims, bytes.type],
+                 resized: resized.dims, back: Array.from(back.data) });
+        }).catch((e) => done({ error: String(e) }));
+    """)
+    assert "error" not in got, got.get("error")
+    rgba = np.asarray(got["pixels"], np.float64).reshape(2, 3, 4)
+    np.testing.assert_allclose(got["plain"][0], (rgba[..., :3] / 255).transpose(2, 0, 1).ravel(), rtol=1e-6)
+    assert got["plain"][1] == [1, 3, 2, 3]
+    want_bgr = (rgba[..., [2, 1, 0]] - 1) / np.array([2, 4, 8])
+    np.testing.assert_allclose(got["bgr"][0], want_bgr.ravel(), rtol=1e-6)
+    assert got["bgr"][1] == [1, 2, 3, 3]
+    assert got["bytes"][2] == "uint8" and got["bytes"][1] == [1, 4, 2, 3]
+    assert got["bytes"][0] == list(rgba.transpose(2, 0, 1).astype(int).ravel())
+    assert got["resized"] == [1, 3, 4, 6]
+    np.testing.assert_allclose(got["back"], got["pixels"], atol=1)

@@ -20,6 +20,20 @@ export class Tensor {
   readonly location: 'cpu';
   getData(): Promise<TensorData>;
   dispose(): void;
+  /** onnxruntime-web's image factory: [1, C, H, W] (or NHWC) of (pixel + bias) / mean. Pages only. */
+  static fromImage(image: ImageData | ImageBitmap | HTMLImageElement | HTMLCanvasElement | string,
+                   options?: ImageOptions & { resizedWidth?: number; resizedHeight?: number;
+                                              dataType?: 'float32' | 'uint8'; tensorFormat?: ImageFormat }): Promise<Tensor>;
+  toImageData(options?: ImageOptions & { format?: ImageFormat }): ImageData;
+  toDataURL(options?: ImageOptions & { format?: ImageFormat }): string;
+}
+
+export type ImageFormat = 'RGB' | 'RGBA' | 'BGR' | 'RBG';
+type Norm = number | [number, number, number] | [number, number, number, number];
+export interface ImageOptions {
+  tensorLayout?: 'NCHW' | 'NHWC';
+  /** Per channel; defaults mean 255 and bias 0. */
+  norm?: { mean?: Norm; bias?: Norm };
 }
 
 /** onnxruntime's ValueMetadata, plus the ONNX type. */

@@ -119,6 +119,113 @@ export class Tensor {
   }
   async getData() { return this.data; }
   dispose() { this.data = undefined; }
+
+  // onnxruntime-web's image factory: an ImageData, ImageBitmap, HTML image
+  // or canvas, or a URL, as a [1, C, H, W] (tensorLayout 'NCHW', the default)
+  // or [1, H, W, C] tensor of tensorFormat 'RGB' (default), 'RGBA', 'BGR' or
+  // 'RBG'. float32 elements are (pixel + bias) / mean per channel (defaults
+  // 0 and 255: [0, 1]); uint8 ones are the pixels. resizedWidth and
+  // resizedHeight scale the image first. Pages only (needs a canvas).
+  static async fromImage(image, options = {}) {
+    const pixels = await imagePixels(image, options);
+    return tensorFromPixels(pixels, options);
+  }
+
+  // The inverse, for a float32 or uint8 image tensor: an ImageData (format and
+  // tensorLayout as above, pixel = value * mean - bias; alpha 255 when the
+  // tensor has none).
+  toImageData(options = {}) {
+    const layout = options.tensorLayout ?? 'NCHW';
+    const format = options.format ?? 'RGB';
+    const channels = format.length;
+    const [n, a, b, c] = this.dims;
+    if (this.dims.length !== 4 || n !== 1) throw new RangeError('toImageData: the tensor is not [1, C, H, W] or [1, H, W, C]');
+    const [height, width, tensorChannels] = layout === 'NCHW' ? [b, c, a] : [a, b, c];
+    if (tensorChannels !== channels) throw new RangeError(`toImageData: the tensor has ${tensorChannels} channels, format ${format} has ${channels}`);
+    const { mean, bias } = normalization(options, channels, this.type);
+    const out = new ImageData(width, height);
+    for (let y = 0; y < height; ++y) {
+      for (let x = 0; x < width; ++x) {
+        const pixel = 4 * (y * width + x);
+        out.data[pixel + 3] = 255;
+        for (let k = 0; k < channels; ++k) {
+          const at = layout === 'NCHW' ? (k * height + y) * width + x : (y * width + x) * channels + k;
+          out.data[pixel + 'RGBA'.indexOf(format[k])] = Number(this.data[at]) * mean[k] - bias[k];
+        }
+      }
+    }
+    return out;
+  }
+
+  // toImageData as a data: URL (a PNG).
+  toDataURL(options = {}) {
+    const imageData = this.toImageData(options);
+    const canvas = document.createElement('canvas');
+    canvas.width = imageData.width;
+    canvas.height = imageData.height;
+    canvas.getContext('2d').putImageData(imageData, 0, 0);
+    return canvas.toDataURL();
+  }
+}
+
+// Per-channel mean and bias: a number for every channel or one per channel.
+// uint8 tensors hold the pixels as they are.
+function normalization(options, channels, dataType) {
+  if (dataType === 'uint8') return { mean: Array(channels).fill(1), bias: Array(channels).fill(0) };
+  const spread = (value, fallback, name) => {
+    if (value === undefined) return Array(channels).fill(fallback);
+    if (typeof value === 'number') return Array(channels).fill(value);
+    if (Array.isArray(value) && value.length >= channels) return value.slice(0, channels);
+    throw new TypeError(`norm.${name}: a number or ${channels} numbers`);
+  };
+  return { mean: spread(options.norm?.mean, 255, 'mean'), bias: spread(options.norm?.bias, 0, 'bias') };
+}
+
+// RGBA pixels of an image, scaled to resizedWidth x resizedHeight if given.
+async function imagePixels(image, options) {
+  if (typeof document === 'undefined' && typeof OffscreenCanvas === 'undefined')
+    throw new Error('Tensor.fromImage needs a canvas (a page or a worker), which Node.js does not have');
+  if (typeof image === 'string') {
+    const response = await fetch(image);
+    if (!response.ok) throw new Error(`Tensor.fromImage: could not fetch ${image}: HTTP ${response.status}`);
+    image = await createImageBitmap(await response.blob());
+  }
+  const isImageData = typeof ImageData !== 'undefined' && image instanceof ImageData;
+  const width0 = image.naturalWidth || image.width;
+  const height0 = image.naturalHeight || image.height;
+  const width = options.resizedWidth ?? width0;
+  const height = options.resizedHeight ?? height0;
+  if (isImageData && width === width0 && height === height0) return { data: image.data, width, height };
+  const canvas = typeof OffscreenCanvas !== 'undefined' ? new OffscreenCanvas(width, height)
+                                                        : Object.assign(document.createElement('canvas'), { width, height });
+  const ctx = canvas.getContext('2d', { willReadFrequently: true });
+  if (isImageData) {
+    // ImageData cannot be drawn scaled: through a bitmap first.
+    image = await createImageBitmap(image);
+  }
+  ctx.drawImage(image, 0, 0, width, height);
+  return { data: ctx.getImageData(0, 0, width, height).data, width, height };
+}
+
+function tensorFromPixels({ data, width, height }, options) {
+  const format = options.tensorFormat ?? 'RGB';
+  if (!['RGB', 'RGBA', 'BGR', 'RBG'].includes(format)) throw new TypeError(`tensorFormat '${format}' is not RGB, RGBA, BGR or RBG`);
+  const layout = options.tensorLayout ?? 'NCHW';
+  if (layout !== 'NCHW' && layout !== 'NHWC') throw new TypeError(`tensorLayout '${layout}' is not NCHW or NHWC`);
+  const dataType = options.dataType ?? 'float32';
+  if (dataType !== 'float32' && dataType !== 'uint8') throw new TypeError(`dataType '${dataType}' is not float32 or uint8`);
+  const channels = format.length;
+  const { mean, bias } = normalization(options, channels, dataType);
+  const out = dataType === 'float32' ? new Float32Array(channels * width * height) : new Uint8Array(channels * width * height);
+  const source = [...format].map((c) => 'RGBA'.indexOf(c));
+  for (let i = 0; i < width * height; ++i) {
+    for (let k = 0; k < channels; ++k) {
+      const value = (data[4 * i + source[k]] + bias[k]) / mean[k];
+      out[layout === 'NCHW' ? k * width * height + i : i * channels + k] = value;
+    }
+  }
+  const dims = layout === 'NCHW' ? [1, channels, height, width] : [1, height, width, channels];
+  return new Tensor(dataType, out, dims);
 }
 
 // ---------------------------------------------------------------------------

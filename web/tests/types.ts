@@ -27,4 +27,9 @@ const ids = new ort.Tensor('int64', BigInt64Array.from([1n, 2n]), [1, 2]);
 const words = new ort.Tensor(['a', 'b']);
 const flags = new ort.Tensor('bool', new Uint8Array([1, 0]), [2]);
 const decoded: Promise<ort.OnnxValue> = ort.decodeProto(new Uint8Array(0), 'tensor');
-export { classify, ids, words, flags, decoded };
+
+async function picture(image: HTMLImageElement): Promise<ImageData> {
+  const t = await ort.Tensor.fromImage(image, { resizedWidth: 224, resizedHeight: 224, norm: { mean: [58.4, 57.1, 57.4], bias: [-123.7, -116.3, -103.5] } });
+  return t.toImageData({ format: 'RGB', tensorLayout: 'NCHW' });
+}
+export { classify, ids, words, flags, decoded, picture };
