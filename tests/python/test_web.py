@@ -104,13 +104,16 @@ def test_typescript_declarations():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_node_cases_under_node(tmp_path):
-    """Every node case through onyx-web in Node.js, gated as in Chromium."""
+@pytest.mark.parametrize("variant", ["simd-threaded", "plain"])
+def test_node_cases_under_node(tmp_path, variant):
+    """Every node case through each build in Node.js, gated as in Chromium."""
     require_dist()
     require_data()
     report = tmp_path / "results.json"
-    done = run_node("web/tests/node/conformance.mjs", str(DATA), "--json", str(report))
+    args = ["--plain"] if variant == "plain" else []
+    done = run_node("web/tests/node/conformance.mjs", str(DATA), "--json", str(report), *args)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert f"({variant})" in done.stdout, done.stdout[-500:]
     gate(json.loads(report.read_text()))
 
 
