@@ -289,10 +289,7 @@ Result<std::shared_ptr<const KernelRegistry>> custom_op_registry(const OnyxCusto
     by_name[name].push_back(op);
   }
   auto registry = std::make_shared<KernelRegistry>();
-  for (auto& [name, ops_by_name] : by_name) {
-    // A copy each lambda captures (a structured binding cannot be captured by
-    // clang before 16, which Emscripten's is).
-    const auto ops = ops_by_name;
+  for (auto& [name, ops] : by_name) {
     KernelDef def;
     def.domain = domain.domain;
     def.op_type = name;
