@@ -1,5 +1,6 @@
-// Portable SGEMM microkernel, 6 rows x 8 columns, in GCC/Clang vector
-// extensions: SSE on baseline x86-64, NEON on ARM, SIMD128 on WebAssembly.
+// Portable SGEMM microkernel, 6 rows x 8 columns (4 x 8 on WebAssembly), in
+// GCC/Clang vector extensions: SSE on baseline x86-64, NEON on ARM, SIMD128
+// on WebAssembly.
 // 12 four-wide accumulators plus two B vectors and a broadcast A value fit the
 // 16 vector registers of SSE and NEON.
 #include <cstring>
@@ -11,7 +12,16 @@ namespace {
 
 typedef float Vec4 __attribute__((vector_size(16)));
 
+#if defined(__wasm__)
+// WebAssembly's engines map SIMD128 onto the host's vector registers and keep
+// one or more of them for themselves (V8 on x86-64 has 15 of SSE's 16): 12
+// accumulators plus the B vectors, the broadcast and a product spill there.
+// 4 rows (8 accumulators) ran MobileNetV2 and SqueezeNet ~20% faster in
+// Chromium than 6 (docs/performance.md, "onyx-web").
+constexpr int kMR = 4;
+#else
 constexpr int kMR = 6;
+#endif
 constexpr int kNR = 8;
 
 inline Vec4 load4(const float* p) {
@@ -117,8 +127,12 @@ void row_6x8(int64_t k, const float* x, const float* b, float* y, int64_t n, flo
 }
 
 const SgemmKernel kPortable = {
-    "portable_6x8", kMR, kNR, /*kc=*/256, /*mc=*/96,
+    kMR == 6 ? "portable_6x8" : "portable_4x8", kMR, kNR, /*kc=*/256, /*mc=*/96,
+#if defined(__wasm__)
+    {tile_6x8<1>, tile_6x8<2>, tile_6x8<3>, tile_6x8<4>},
+#else
     {tile_6x8<1>, tile_6x8<2>, tile_6x8<3>, tile_6x8<4>, tile_6x8<5>, tile_6x8<6>},
+#endif
     row_6x8,
     {},  // no indirect tiles: convolutions use im2col here
     {},
