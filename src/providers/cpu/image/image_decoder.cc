@@ -75,8 +75,16 @@ Status allocate_pixels(DecodedImage& image, int64_t height, int64_t width, int c
 }
 
 Status missing_library(const std::string& label, const char* format, const char* package) {
+#if defined(__EMSCRIPTEN__)
+  // onyx-web (web/) is built without codec libraries: there is nothing to install.
+  (void)package;
+  return not_implemented(label, ": onyx's WebAssembly build has no ", format,
+                         " decoder (BMP and PNM images decode; decode others in the page, e.g. with "
+                         "Tensor.fromImage)");
+#else
   return not_implemented(label, ": onyx was built without ", format, " support (install ", package,
                          " and rebuild)");
+#endif
 }
 
 namespace {
