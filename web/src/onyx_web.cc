@@ -191,7 +191,7 @@ EMSCRIPTEN_KEEPALIVE const char* onyx_web_last_error() { return g_last_error.c_s
 EMSCRIPTEN_KEEPALIVE Session* onyx_web_session_create(const char* bytes, size_t length, const char* options_json) {
   return guarded<>(static_cast<Session*>(nullptr), [&] {
     auto parsed = onyx::parse_json(options_json);
-    if (!parsed.is_ok()) throw onyx::Error(parsed.status());
+    onyx::throw_if_error(parsed.status());
     const onyx::SessionOptions options = session_options(parsed.value());
     auto s = std::make_unique<Session>();
     s->session = onyx::InferenceSession::from_bytes(std::string_view(bytes, length), options);
@@ -199,7 +199,7 @@ EMSCRIPTEN_KEEPALIVE Session* onyx_web_session_create(const char* bytes, size_t 
     io.set("inputs", metadata_json(s->session->inputs()));
     io.set("outputs", metadata_json(s->session->outputs()));
     auto text = onyx::to_json(io);
-    if (!text.is_ok()) throw onyx::Error(text.status());
+    onyx::throw_if_error(text.status());
     s->io_json = std::move(text.value());
     return s.release();
   });
@@ -247,7 +247,7 @@ EMSCRIPTEN_KEEPALIVE int32_t onyx_web_feeds_append(Feeds* f, int32_t dtype, int3
   return guarded<>(-1, [&] {
     if (f->feeds.empty()) throw onyx::Error(onyx::invalid_argument("no feed to append to"));
     auto tensor = make_tensor(dtype, rank, dims, data, bytes);
-    if (!tensor.is_ok()) throw onyx::Error(tensor.status());
+    onyx::throw_if_error(tensor.status());
     auto& [name, value] = f->feeds.back();
     if (value.is_sequence()) {
       onyx::Sequence items = value.items();
@@ -287,9 +287,9 @@ EMSCRIPTEN_KEEPALIVE Results* onyx_web_tensor_proto_parse(const char* bytes, siz
     auto r = std::make_unique<Results>();
     if (kind == 0) {
       auto proto = onyx::model::read_tensor_proto(data);
-      if (!proto.is_ok()) throw onyx::Error(proto.status());
+      onyx::throw_if_error(proto.status());
       auto tensor = onyx::model::tensor_from_proto(proto.value());
-      if (!tensor.is_ok()) throw onyx::Error(tensor.status());
+      onyx::throw_if_error(tensor.status());
       // The tensor may borrow the proto's bytes: keep a copy of its own.
       r->values.emplace_back(tensor.value().clone());
       r->names.push_back(proto.value().name);
@@ -297,16 +297,16 @@ EMSCRIPTEN_KEEPALIVE Results* onyx_web_tensor_proto_parse(const char* bytes, siz
     }
     if (kind == 1) {
       auto proto = onyx::model::read_sequence_proto(data);
-      if (!proto.is_ok()) throw onyx::Error(proto.status());
+      onyx::throw_if_error(proto.status());
       auto value = onyx::model::value_from_sequence_proto(proto.value());
-      if (!value.is_ok()) throw onyx::Error(value.status());
+      onyx::throw_if_error(value.status());
       r->names.push_back(proto.value().name);
       r->values.push_back(std::move(value.value()));
     } else {
       auto proto = onyx::model::read_optional_proto(data);
-      if (!proto.is_ok()) throw onyx::Error(proto.status());
+      onyx::throw_if_error(proto.status());
       auto value = onyx::model::value_from_optional_proto(proto.value());
-      if (!value.is_ok()) throw onyx::Error(value.status());
+      onyx::throw_if_error(value.status());
       r->names.push_back(proto.value().name);
       r->values.push_back(std::move(value.value()));
     }
