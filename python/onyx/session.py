@@ -343,7 +343,10 @@ class InferenceSession:
         if self._disabled_optimizers:
             options.disabled_optimizers = list(self._disabled_optimizers)
         names, opts = _parse_providers(providers, provider_options)
-        available = set(get_available_providers())
+        # Asking which providers there are loads every provider library (a
+        # GPU driver stack can add hundreds of MiB and a few tenths of a
+        # second): only done when the list names more than the CPU.
+        available = set(get_available_providers()) if any(n != _CPU for n in names) else {_CPU}
         chosen: dict[str, dict] = {}
         for name, o in zip(names, opts):
             if name in chosen:
