@@ -42,6 +42,11 @@ echo "== C++ tests"
 "$build/onyx_tests" --gtest_brief=1
 # Packed weights on transparent huge pages (opt-in, src/providers/cpu/huge_pages.h).
 ONYX_HUGE_PAGES=1 "$build/onyx_tests" --gtest_brief=1 --gtest_filter='Sgemm*:*Int4*:*MatMul*'
+# The vectorized activations (src/providers/cpu/math/fast_math.h) capped at
+# each width the CPU may have; the plain run above took its best.
+for isa in portable avx2; do
+  ONYX_FAST_MATH_ISA=$isa "$build/onyx_tests" --gtest_brief=1 --gtest_filter='MathActivation*:MathUnary*:*Softmax*:*Gelu*'
+done
 # Every int8 GEMM path the CPU runs, forced in the integer ops too (src/providers/cpu/quant/int8_isa.h).
 for isa in portable avx2 avx512vnni; do
   ONYX_INT8_ISA=$isa "$build/onyx_tests" --gtest_brief=1 \

@@ -642,6 +642,44 @@ TEST(MathActivation, AllWithReferences) {
                    .status.is_ok());
 }
 
+// HardSigmoid and HardSwish run a vector loop on float tensors (16 or 8
+// lanes, the rest scalar): every lane position and the tail, with NaN and
+// infinities, against the spec's formula in double.
+TEST(MathActivation, HardSigmoidAndHardSwishVectorLoopsKeepNaNAndInfinities) {
+  std::vector<float> v;
+  for (int i = 0; i < 37; ++i) v.push_back(0.37f * static_cast<float>(i) - 6.5f);
+  v[3] = NAN;
+  v[17] = INFINITY;
+  v[20] = -INFINITY;
+  v[35] = NAN;
+  const int64_t n = static_cast<int64_t>(v.size());
+  struct Case {
+    const char* op;
+    int opset;
+    double alpha, beta;
+    bool times_x;
+  };
+  for (const Case& c : {Case{"HardSigmoid", 6, 0.3, 0.4, false}, Case{"HardSwish", 14, 1.0 / 6.0, 0.5, true}}) {
+    std::vector<graph::Attribute> attrs;
+    if (!c.times_x) attrs = {attr_float("alpha", 0.3f), attr_float("beta", 0.4f)};
+    auto r = run_kernel(c.op, c.opset, {Tensor::from_vector<float>(v, {n})}, attrs);
+    ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+    const float* y = r.outputs[0].tensor().data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = v[static_cast<size_t>(i)];
+      const double t = std::isnan(x) ? x : std::max(0.0, std::min(1.0, c.alpha * x + c.beta));
+      const double want = c.times_x ? x * t : t;
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(y[i])) << c.op << " at " << i << " of " << x;
+      } else if (std::isinf(want)) {
+        EXPECT_EQ(y[i], want) << c.op << " at " << i << " of " << x;
+      } else {
+        EXPECT_NEAR(y[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << c.op << " at " << i << " of " << x;
+      }
+    }
+  }
+}
+
 TEST(MathActivation, PReluBroadcastsSlope) {
   check_binary<float, float, float>("PRelu", 16, {2, 3, 4, 5}, {3, 1, 1},
                                     [](float x, float s) { return x < 0 ? x * s : x; });

@@ -87,6 +87,10 @@ struct FusedActivation {
         fast_tanh_array(data + begin, data + begin, end - begin);
         return;
       }
+      if (a.kind == Kind::kHardSigmoid) {
+        hard_sigmoid_array(data + begin, data + begin, end - begin, a.alpha, a.beta, false);
+        return;
+      }
       for (int64_t i = begin; i < end; ++i) {
         const float x = data[i];
         float y = x;

@@ -81,13 +81,18 @@ struct HardSigmoidOp {
     const C v = static_cast<C>(alpha) * x + static_cast<C>(beta);
     return std::fmax(C(0), std::fmin(C(1), v));
   }
+  void float_array(const float* x, float* y, int64_t n) const { hard_sigmoid_array(x, y, n, alpha, beta, false); }
 };
 
+// x * HardSigmoid(x) with alpha 1/6 and beta 1/2, as the spec defines it.
 struct HardSwishOp {
   static constexpr double kCost = 2.0;
   template <typename C>
   C operator()(C x) const {
-    return x * std::fmax(C(0), std::fmin(C(1), x / C(6) + C(0.5)));
+    return x * std::fmax(C(0), std::fmin(C(1), static_cast<C>(1.0f / 6.0f) * x + C(0.5)));
+  }
+  void float_array(const float* x, float* y, int64_t n) const {
+    hard_sigmoid_array(x, y, n, 1.0f / 6.0f, 0.5f, true);
   }
 };
 

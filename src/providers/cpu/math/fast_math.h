@@ -4,14 +4,16 @@
 // tail below, values under 0.16, up to 5e-4 relative, 2e-7 absolute); NaN in
 // gives NaN out, +-inf the limits.
 // Array functions use AVX-512F or AVX2+FMA when the CPU has them (checked
-// once at run time) and otherwise the scalar functions, which give the same
+// once at run time; ONYX_FAST_MATH_ISA caps it) and otherwise the scalar functions, which give the same
 // results to within an ulp or two. Header-only so any kernel file can use it.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -258,10 +260,22 @@ ONYX_AVX2_FMA void apply8(const float* x, float* y, int64_t n) {
 
 #undef ONYX_AVX2_FMA
 
+// ONYX_FAST_MATH_ISA=portable or avx2 caps the vector width these functions
+// use (tests run each path the machine has); unset or anything else, the
+// CPU's best.
+inline int forced_isa_cap() {  // 0 portable, 1 AVX2, 2 AVX-512
+  static const int cap = [] {
+    const char* v = std::getenv("ONYX_FAST_MATH_ISA");
+    const std::string s = v == nullptr ? "" : v;
+    return s == "portable" ? 0 : s == "avx2" ? 1 : 2;
+  }();
+  return cap;
+}
+
 inline bool has_avx2_fma() {
   static const bool supported = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return forced_isa_cap() >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   }();
   return supported;
 }
@@ -468,7 +482,7 @@ ONYX_AVX512F inline void scale16(float* y, float s, int64_t n) {
 inline bool has_avx512f() {
   static const bool supported = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
+    return forced_isa_cap() >= 2 && __builtin_cpu_supports("avx512f");
   }();
   return supported;
 }
@@ -505,6 +519,74 @@ ONYX_FAST_MATH_ARRAY(fast_erf_array, erf16, erf8, fast_erf)
 ONYX_FAST_MATH_ARRAY(fast_gelu_array, gelu16, gelu8, fast_gelu)
 
 #undef ONYX_FAST_MATH_ARRAY
+
+// y[i] = max(0, min(1, alpha x[i] + beta)), HardSigmoid; times x[i] too
+// when `times_x` (HardSwish, alpha 1/6, beta 1/2). NaN stays NaN: x86's
+// max/min return their second operand when either is NaN. y may be x.
+#if defined(ONYX_FAST_MATH_AVX2)
+namespace fast_math_detail {
+
+template <bool kTimesX>
+__attribute__((target("avx512f"))) inline __m512 hard_sigmoid_vec16(__m512 v, __m512 va, __m512 vb) {
+  const __m512 t = _mm512_maskz_min_ps(kAllLanes, _mm512_set1_ps(1.0f),
+                                       _mm512_maskz_max_ps(kAllLanes, _mm512_setzero_ps(), _mm512_fmadd_ps(v, va, vb)));
+  return kTimesX ? _mm512_mul_ps(v, t) : t;
+}
+
+template <bool kTimesX>
+__attribute__((target("avx512f"))) void hard_sigmoid16(const float* x, float* y, int64_t n, float alpha, float beta) {
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, hard_sigmoid_vec16<kTimesX>(_mm512_loadu_ps(x + i), va, vb));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, hard_sigmoid_vec16<kTimesX>(_mm512_maskz_loadu_ps(m, x + i), va, vb));
+  }
+}
+
+template <bool kTimesX>
+__attribute__((target("avx2,fma"))) void hard_sigmoid8(const float* x, float* y, int64_t n, float alpha, float beta) {
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    __m256 t = _mm256_min_ps(one, _mm256_max_ps(zero, _mm256_fmadd_ps(v, va, vb)));
+    _mm256_storeu_ps(y + i, kTimesX ? _mm256_mul_ps(v, t) : t);
+  }
+  for (; i < n; ++i) {
+    const float v = x[i];
+    float t = alpha * v + beta;
+    t = t < 0.0f ? 0.0f : t;
+    t = t > 1.0f ? 1.0f : t;
+    y[i] = kTimesX ? v * t : t;
+  }
+}
+
+}  // namespace fast_math_detail
+#endif
+
+inline void hard_sigmoid_array(const float* x, float* y, int64_t n, float alpha, float beta, bool times_x) {
+#if defined(ONYX_FAST_MATH_AVX2)
+  if (fast_math_detail::has_avx512f()) {
+    times_x ? fast_math_detail::hard_sigmoid16<true>(x, y, n, alpha, beta)
+            : fast_math_detail::hard_sigmoid16<false>(x, y, n, alpha, beta);
+    return;
+  }
+  if (fast_math_detail::has_avx2_fma()) {
+    times_x ? fast_math_detail::hard_sigmoid8<true>(x, y, n, alpha, beta)
+            : fast_math_detail::hard_sigmoid8<false>(x, y, n, alpha, beta);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    float t = alpha * v + beta;
+    t = t < 0.0f ? 0.0f : t;  // a NaN t passes both tests unchanged
+    t = t > 1.0f ? 1.0f : t;
+    y[i] = times_x ? v * t : t;
+  }
+}
 
 // The largest of x[0..n) (n >= 1; -inf for n == 0), for softmax.
 inline float max_array(const float* x, int64_t n) {

@@ -84,8 +84,9 @@ float apply(float v) {
     case 27: return v >= 0.0 ? v : p.alpha * (exp(v) - 1.0);  // Elu
     case 28: return p.beta * (v > 0.0 ? v : p.alpha * (exp(v) - 1.0));  // Selu (beta = gamma)
     case 29: return v >= 0.0 ? v : p.alpha * v;               // LeakyRelu
-    case 30: return clamp(p.alpha * v + p.beta, 0.0, 1.0);    // HardSigmoid
-    case 31: return v * clamp(v / 6.0 + 0.5, 0.0, 1.0);       // HardSwish
+    // clamp of a NaN is undefined in GLSL: NaN in, NaN out, as on the CPU.
+    case 30: return isnan(v) ? v : clamp(p.alpha * v + p.beta, 0.0, 1.0);          // HardSigmoid
+    case 31: return isnan(v) ? v : v * clamp(v / 6.0 + 0.5, 0.0, 1.0);             // HardSwish
     case 32: return v > p.alpha ? v : 0.0;                    // ThresholdedRelu
     case 33: return max(0.0, v) + min(0.0, p.alpha * (exp(v / p.alpha) - 1.0));  // Celu
     case 34: return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752));       // Gelu
