@@ -1,10 +1,17 @@
 // `onyx run` and `onyx bench`.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 
 #include "cli.h"
+#include "common/json.h"
 #include "common/thread_pool.h"
 
 namespace onyx::cli {
@@ -25,6 +32,7 @@ struct CommonArgs {
   int warmup = 5;
   uint64_t seed = 0;
   std::string profile_prefix;  // write a Chrome trace when set
+  bool profile_split = false;  // bench: time by op type and between kernels
 };
 
 constexpr int64_t kMaxThreads = 1024;
@@ -74,6 +82,103 @@ Result<Feeds> make_feeds(const InferenceSession& session, const CommonArgs& args
     if (!found) feeds.emplace_back(name, Value(t));  // the session names the error if it is unknown
   }
   return feeds;
+}
+
+
+// One node's event of a profile: [start, end) in microseconds on a thread.
+struct NodeSpan {
+  std::string op_type;
+  int64_t start = 0;
+  int64_t end = 0;
+  int64_t thread = 0;
+};
+
+// Where a run's time goes, from a profile of `runs` runs after `skip`
+// warm-up runs: each op type's own time (a node's time less that of the
+// nodes nested in it, as an If's or a Loop's body), and the run time no
+// kernel covers.
+struct TimeSplit {
+  int runs = 0;
+  double covered_us = 0;                            // per run: union of the node spans
+  std::map<std::string, std::pair<double, double>> by_op;  // op -> (self µs per run, nodes per run)
+};
+
+Result<TimeSplit> split_profile(const std::string& path, int skip) {
+  std::ifstream in(path);
+  if (!in) return runtime_error("cannot read the profile ", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  ONYX_ASSIGN_OR_RETURN(Json trace, parse_json(text.str()));
+  std::vector<std::pair<int64_t, int64_t>> runs;  // model_run windows
+  std::vector<NodeSpan> nodes;
+  for (const Json& e : trace.as_array()) {
+    const std::string& cat = e.at("cat").as_string();
+    const int64_t ts = e.at("ts").as_int();
+    const int64_t dur = e.at("dur").as_int();
+    if (cat == "Session" && e.at("name").as_string() == "model_run") runs.emplace_back(ts, ts + dur);
+    if (cat == "Node") nodes.push_back({e.at("args").at("op_name").as_string(), ts, ts + dur, e.at("tid").as_int()});
+  }
+  std::sort(runs.begin(), runs.end());
+  if (static_cast<int>(runs.size()) <= skip) return runtime_error("the profile has no timed runs");
+  runs.erase(runs.begin(), runs.begin() + skip);
+  TimeSplit split;
+  split.runs = static_cast<int>(runs.size());
+  // Nodes of the timed runs, by thread then start (longest first, so a
+  // node comes before the ones nested in it).
+  std::vector<NodeSpan> timed;
+  for (const NodeSpan& n : nodes) {
+    auto it = std::upper_bound(runs.begin(), runs.end(), std::make_pair(n.start, INT64_MAX));
+    if (it != runs.begin() && n.start >= std::prev(it)->first && n.end <= std::prev(it)->second) timed.push_back(n);
+  }
+  std::sort(timed.begin(), timed.end(), [](const NodeSpan& a, const NodeSpan& b) {
+    return a.thread != b.thread ? a.thread < b.thread : a.start != b.start ? a.start < b.start : a.end > b.end;
+  });
+  std::vector<double> self(timed.size());
+  std::vector<size_t> open;  // enclosing nodes on the current thread
+  for (size_t i = 0; i < timed.size(); ++i) {
+    self[i] = static_cast<double>(timed[i].end - timed[i].start);
+    while (!open.empty() && (timed[open.back()].thread != timed[i].thread || timed[open.back()].end <= timed[i].start)) {
+      open.pop_back();
+    }
+    if (!open.empty() && timed[i].end <= timed[open.back()].end) self[open.back()] -= static_cast<double>(timed[i].end - timed[i].start);
+    open.push_back(i);
+  }
+  const double per_run = 1.0 / split.runs;
+  for (size_t i = 0; i < timed.size(); ++i) {
+    auto& [us, count] = split.by_op[timed[i].op_type];
+    us += std::max(0.0, self[i]) * per_run;
+    count += per_run;
+  }
+  // Kernel-covered time: the union of the spans on all threads.
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (const NodeSpan& n : timed) spans.emplace_back(n.start, n.end);
+  std::sort(spans.begin(), spans.end());
+  int64_t covered = 0, reach = INT64_MIN;
+  for (const auto& [a, b] : spans) {
+    if (b <= reach) continue;
+    covered += b - std::max(a, reach);
+    reach = b;
+  }
+  split.covered_us = static_cast<double>(covered) * per_run;
+  return split;
+}
+
+void print_split(const TimeSplit& split, double mean_ms) {
+  std::vector<std::pair<std::string, std::pair<double, double>>> ops(split.by_op.begin(), split.by_op.end());
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  const double total_us = mean_ms * 1000.0;
+  std::printf("\ntime per run by op type (own time; %d profiled runs; %% of the unprofiled mean %.3f ms):\n",
+              split.runs, mean_ms);
+  std::printf("  %-28s %10s %7s %7s\n", "op", "ms", "%", "nodes");
+  for (const auto& [op, v] : ops) {
+    std::printf("  %-28s %10.4f %6.1f%% %7.1f\n", op.c_str(), v.first / 1000.0, 100.0 * v.first / total_us, v.second);
+  }
+  // What no kernel covers: binding feeds, planning, allocation, the
+  // executor's loop, waking threads. Measured against the unprofiled runs,
+  // since recording the profile itself takes time between kernels.
+  const double overhead_us = std::max(0.0, total_us - split.covered_us);
+  std::printf("  %-28s %10.4f %6.1f%%\n", "overhead (between kernels)", overhead_us / 1000.0,
+              100.0 * overhead_us / total_us);
 }
 
 }  // namespace
@@ -135,7 +240,12 @@ int bench_command(const std::vector<std::string>& arg_list) {
                       [&args](const std::string& v) { args.runs = static_cast<int>(parse_integer(v, 1, kMaxRuns)); });
   command_line.option({"--warmup"}, "N", "untimed runs first (default 5)",
                       [&args](const std::string& v) { args.warmup = static_cast<int>(parse_integer(v, 0, kMaxRuns)); });
+  command_line.flag({"--profile"},
+                    "then run again with profiling and print where a run's time goes: each op type's own time "
+                    "and the time between kernels (the runtime's overhead)",
+                    &args.profile_split);
   command_line.example("onyx bench model.onnx -r 200 -t 1");
+  command_line.example("onyx bench model.onnx -t 1 --profile");
   if (!command_line.parse(arg_list)) return kExitOk;
   check_files(args);
 
@@ -174,6 +284,20 @@ int bench_command(const std::vector<std::string>& arg_list) {
   constexpr double kMiB = 1024.0 * 1024.0;
   std::printf("peak memory      %.1f MiB (%.1f MiB by the end of session creation)\n",
               static_cast<double>(peak_rss_bytes()) / kMiB, static_cast<double>(created_rss) / kMiB);
+  if (args.profile_split) {
+    session.reset();
+    options.enable_profiling = true;
+    options.profile_file_prefix =
+        (std::filesystem::temp_directory_path() / ("onyx_bench_" + std::to_string(getpid()))).string();
+    auto profiled = InferenceSession::from_file(args.model, options);
+    for (int i = 0; i < args.warmup + args.runs; ++i) profiled->run({}, *feeds);
+    const std::string trace = profiled->end_profiling();
+    Result<TimeSplit> split = split_profile(trace, args.warmup);
+    std::error_code ignored;
+    std::filesystem::remove(trace, ignored);
+    throw_if_error(split.status());
+    print_split(*split, total_ms / args.runs);
+  }
   return kExitOk;
 }
 

@@ -268,6 +268,15 @@ Status InferenceSession::Impl::run_to(const std::vector<std::string>& output_nam
                                       const RunOptions& run_options, const std::vector<const Device*>& devices,
                                       std::vector<Value>* result,
                                       const std::vector<const Tensor*>& destinations) const {
+  // The whole run, as onnxruntime's "model_run" event: the part of it the
+  // nodes' events do not cover is the runtime's own work around the kernels.
+  struct RunEvent {
+    session::Profiler* profiler;
+    int64_t start;
+    ~RunEvent() {
+      if (profiler) profiler->record_session_event("model_run", start, profiler->now_us() - start);
+    }
+  } run_event{profiler.get(), profiler ? profiler->now_us() : 0};
   // Bind feeds to graph inputs by name.
   std::vector<const Value*> bound(graph->inputs.size(), nullptr);
   for (const auto& [name, value] : feeds) {

@@ -6,7 +6,9 @@ any model is loaded or any file written, output folders are created, and
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -24,7 +26,7 @@ import onyx.__main__ as onyx_main
 COMMANDS = {
     "run": ["MODEL", "--input", "--output-dir", "--threads", "--seed", "--profile"],
     "inspect": ["MODEL"],
-    "bench": ["MODEL", "--input", "--threads", "--seed", "--runs", "--warmup"],
+    "bench": ["MODEL", "--input", "--threads", "--seed", "--runs", "--warmup", "--profile"],
     "optimize": ["IN", "OUT", "--level", "--stats"],
     "conformance": [
         "DIR",
@@ -117,7 +119,7 @@ def test_every_subcommand_answers_help(program, command, flag):
     assert done.stdout.startswith(f"usage: onyx {command}")
     for name in [*COMMANDS[command], "--help"]:
         assert name in done.stdout, f"`onyx {command} --help` does not mention {name}"
-    example = done.stdout.split("\nexample:\n", 1)
+    example = re.split(r"\nexamples?:\n", done.stdout, maxsplit=1)
     assert len(example) == 2 and example[1].lstrip().startswith(f"onyx {command}"), done.stdout
 
 
@@ -240,6 +242,41 @@ def test_run_creates_output_and_profile_folders(program, files):
     traces = list(profile.glob("trace_*.json"))
     assert len(traces) == 1 and traces[0].stat().st_size > 0
     assert f"profile written to {traces[0]}" in done.stdout
+
+
+def test_bench_profile_splits_a_run_by_op_type_and_overhead(program, tmp_path):
+    """`onyx bench --profile`: each op type's own time per run (an If's body
+    counted once, under its own ops, not again in the If) and the time
+    between kernels, as shares of the unprofiled run; no trace is left."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 64])
+    then_graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["t"]), helper.make_node("Sigmoid", ["t"], ["then_y"])],
+        "then", [], [helper.make_tensor_value_info("then_y", TensorProto.FLOAT, [64, 64])])
+    else_graph = helper.make_graph([helper.make_node("Neg", ["x"], ["else_y"])], "else", [],
+                                   [helper.make_tensor_value_info("else_y", TensorProto.FLOAT, [64, 64])])
+    graph = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+         helper.make_node("Greater", ["s", "zero"], ["c"]),
+         helper.make_node("If", ["c"], ["y"], then_branch=then_graph, else_branch=else_graph)],
+        "g", [x], [y], [numpy_helper.from_array(np.array(0, np.float32), "zero")])
+    model = tmp_path / "if.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
+    before = set(Path(tempfile.gettempdir()).glob("onyx_bench_*"))
+    done = onyx_cli(program, "bench", model, "-t", "1", "-r", "50", "--warmup", "2", "--profile")
+    assert done.returncode == 0, done.stderr
+    split = done.stdout.split("time per run by op type", 1)[1]
+    rows = {}
+    for line in split.splitlines()[2:]:
+        name, rest = line[:30].strip(), line[30:].split()
+        rows[name] = (float(rest[0]), float(rest[1].rstrip("%")))
+    # x is random in [0, 1): ReduceSum > 0, so the then-branch runs.
+    assert {"ReduceSum", "Greater", "If", "Relu", "Sigmoid", "overhead (between kernels)"} <= set(rows), split
+    assert "Neg" not in rows
+    assert all(ms >= 0 for ms, _ in rows.values())
+    assert set(Path(tempfile.gettempdir()).glob("onyx_bench_*")) == before
 
 
 def test_optimize_creates_the_folder_of_out(program, files):
