@@ -29,8 +29,10 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # custom_models.py imports this file's helpers
 OPSET = 17
 SEQ = 128  # BERT sequence length, GPT-2 KV-cache length
+DYNAMO_OPSET = 18  # what torch.onnx.export(dynamo=True) writes by default
 
 
 def seed_everything(seed: int) -> None:
@@ -41,24 +43,32 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def export(model, args: tuple, path: Path, input_names, output_names, dynamic_axes=None) -> str:
+def export(model, args: tuple, path: Path, input_names, output_names, dynamic_axes=None,
+           exporter: str = "torchscript", opset: int = OPSET) -> str:
     """Exports with the TorchScript exporter when this torch has it (its graphs are
     the ones most deployed models were made with); else with the dynamo exporter.
-    `dynamic_axes` (TorchScript's form) leaves dims symbolic, e.g. the batch.
-    Returns which exporter wrote the file."""
+    `exporter="dynamo"` asks for the dynamo exporter (torch.export, onnxscript),
+    the default of recent torch versions, whose graphs differ (opset 18+,
+    decomposed ops). `dynamic_axes` (TorchScript's form) leaves dims symbolic,
+    e.g. the batch. Returns which exporter wrote the file."""
     import torch
 
     kwargs = dict(
         input_names=list(input_names),
         output_names=list(output_names),
-        opset_version=OPSET,
+        opset_version=opset,
         do_constant_folding=True,
     )
     if dynamic_axes:
         kwargs["dynamic_axes"] = dynamic_axes
     has_dynamo_flag = "dynamo" in inspect.signature(torch.onnx.export).parameters
     errors = []
-    if has_dynamo_flag:
+    if exporter == "dynamo":
+        if not has_dynamo_flag:
+            raise RuntimeError("this torch has no dynamo exporter")
+        kwargs.pop("do_constant_folding")
+        attempts = [("dynamo", dict(dynamo=True, external_data=False, optimize=True))]
+    elif has_dynamo_flag:
         attempts = [("torchscript", dict(dynamo=False)), ("dynamo", dict(dynamo=True, external_data=False))]
     else:
         attempts = [("torchscript", {})]
@@ -91,7 +101,7 @@ def randomize_batchnorm(model) -> None:
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():
         for m in model.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
                 n = m.num_features
                 m.running_mean.copy_(torch.randn(n, generator=g) * 0.1)
                 m.running_var.copy_(torch.rand(n, generator=g) * 0.5 + 0.75)
@@ -104,33 +114,82 @@ def randomize_batchnorm(model) -> None:
 # runs it in PyTorch beside onyx.
 
 
+TORCHVISION = {
+    # name: (kind, constructor name or a callable building the module)
+    "mobilenet_v2": ("cnn", "mobilenet_v2"),
+    "mobilenet_v3_small": ("cnn", "mobilenet_v3_small"),
+    "mobilenet_v3_large": ("cnn", "mobilenet_v3_large"),
+    "efficientnet_b0": ("cnn", "efficientnet_b0"),
+    "shufflenet_v2": ("cnn", "shufflenet_v2_x1_0"),
+    "regnet_y_400mf": ("cnn", "regnet_y_400mf"),
+    "squeezenet1_1": ("cnn", "squeezenet1_1"),
+    "googlenet": ("cnn", "googlenet"),
+    "resnet18": ("cnn", "resnet18"),
+    "resnet50": ("cnn", "resnet50"),
+    "convnext_tiny": ("cnn", "convnext_tiny"),
+    "vit_b_16": ("vision transformer", "vit_b_16"),
+    # DeiT-tiny is a ViT of width 192, 3 heads, 12 layers, patch 16.
+    "deit_tiny": ("vision transformer", "deit_tiny"),
+    "swin_t": ("vision transformer", "swin_t"),
+}
+
+
 def build_torchvision(name: str, batch: int = 1):
     import torch
     import torchvision
 
-    ctor = {"resnet50": torchvision.models.resnet50, "mobilenet_v2": torchvision.models.mobilenet_v2}[name]
-    model = ctor(weights=None).eval()
+    ctor = TORCHVISION[name][1]
+    if ctor == "deit_tiny":
+        from torchvision.models.vision_transformer import VisionTransformer
+
+        model = VisionTransformer(image_size=224, patch_size=16, num_layers=12, num_heads=3, hidden_dim=192, mlp_dim=768)
+    elif ctor == "googlenet":
+        model = torchvision.models.googlenet(weights=None, aux_logits=False, init_weights=True)
+    else:
+        model = getattr(torchvision.models, ctor)(weights=None)
+    model.eval()
     randomize_batchnorm(model)
     return model, ["input"], (torch.randn(batch, 3, 224, 224),), ["logits"]
 
 
-def make_torchvision(name: str, out: Path) -> str:
-    model, names, args, outputs = build_torchvision(name)
+def make_torchvision(name: str, out: Path, batch: int = 1, exporter: str = "torchscript") -> str:
+    model, names, args, outputs = build_torchvision(name, batch)
     save_inputs(out.with_suffix(".inputs.npz"), names, args)
+    if exporter == "dynamo":
+        return export(model, args, out, names, outputs, exporter="dynamo", opset=DYNAMO_OPSET)
     return export(model, args, out, names, outputs)
 
 
-def build_bert(batch: int = 1):
-    import torch
-    from transformers import BertConfig, BertModel
+def encoder_config(name: str):
+    """The transformers configuration of an encoder of the zoo, by family."""
+    from transformers import BertConfig, DistilBertConfig
 
-    config = BertConfig()  # bert-base: 12 layers, hidden 768, 12 heads, vocab 30522
+    if name == "bert_base":
+        return BertConfig()  # bert-base: 12 layers, hidden 768, 12 heads, vocab 30522
+    if name == "distilbert":
+        return DistilBertConfig()  # 6 layers, hidden 768, 12 heads
+    if name == "minilm":
+        # all-MiniLM-L6-v2's shape: BERT with 6 layers, hidden 384, 12 heads, FFN 1536
+        return BertConfig(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536)
+    raise KeyError(name)
+
+
+def build_bert(batch: int = 1, family: str = "bert_base", seq: int = SEQ):
+    """A transformers encoder with inputs input_ids, attention_mask (and
+    token_type_ids where the family has them), [batch, seq], the last hidden
+    state out (and BERT's pooler output)."""
+    import torch
+    from transformers import AutoModel
+
+    config = encoder_config(family)
+    config._attn_implementation = "eager"
     try:
-        model = BertModel(config, add_pooling_layer=True, attn_implementation="eager")
+        model = AutoModel.from_config(config, attn_implementation="eager")
     except TypeError:
-        config._attn_implementation = "eager"
-        model = BertModel(config)
+        model = AutoModel.from_config(config)
     model.eval()
+    has_types = family != "distilbert"
+    has_pooler = getattr(model, "pooler", None) is not None
 
     class Wrapper(torch.nn.Module):
         """Plain tuple outputs instead of a ModelOutput."""
@@ -139,21 +198,32 @@ def build_bert(batch: int = 1):
             super().__init__()
             self.m = m
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            r = self.m(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, return_dict=True)
-            return r.last_hidden_state, r.pooler_output
+        def forward(self, input_ids, attention_mask, token_type_ids=None):
+            kw = dict(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
+            if token_type_ids is not None:
+                kw["token_type_ids"] = token_type_ids
+            r = self.m(**kw)
+            return (r.last_hidden_state, r.pooler_output) if has_pooler else (r.last_hidden_state,)
 
-    input_ids = torch.randint(0, config.vocab_size, (batch, SEQ), dtype=torch.int64)
-    attention_mask = torch.ones(batch, SEQ, dtype=torch.int64)
-    token_type_ids = torch.zeros(batch, SEQ, dtype=torch.int64)
-    token_type_ids[:, SEQ // 2 :] = 1  # two segments, as for a sentence pair
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    return Wrapper(model), names, (input_ids, attention_mask, token_type_ids), ["last_hidden_state", "pooler_output"]
+    input_ids = torch.randint(0, config.vocab_size, (batch, seq), dtype=torch.int64)
+    attention_mask = torch.ones(batch, seq, dtype=torch.int64)
+    attention_mask[:, seq - seq // 8 :] = 0  # padded tail, as a batch of sentences has
+    names = ["input_ids", "attention_mask"]
+    args = [input_ids, attention_mask]
+    if has_types:
+        token_type_ids = torch.zeros(batch, seq, dtype=torch.int64)
+        token_type_ids[:, seq // 2 :] = 1  # two segments, as for a sentence pair
+        names.append("token_type_ids")
+        args.append(token_type_ids)
+    outputs = ["last_hidden_state", "pooler_output"] if has_pooler else ["last_hidden_state"]
+    return Wrapper(model), names, tuple(args), outputs
 
 
-def make_bert(out: Path) -> str:
-    model, names, args, outputs = build_bert()
+def make_bert(out: Path, batch: int = 1, family: str = "bert_base", seq: int = SEQ, exporter: str = "torchscript") -> str:
+    model, names, args, outputs = build_bert(batch, family, seq)
     save_inputs(out.with_suffix(".inputs.npz"), names, args)
+    if exporter == "dynamo":
+        return export(model, args, out, names, outputs, exporter="dynamo", opset=DYNAMO_OPSET)
     return export(model, args, out, names, outputs)
 
 
@@ -227,18 +297,46 @@ def make_gpt2(out: Path) -> str:
     return export(model, args, out, names, outputs)
 
 
-MODELS = {
-    "resnet50": lambda out: make_torchvision("resnet50", out),
-    "mobilenet_v2": lambda out: make_torchvision("mobilenet_v2", out),
-    "bert_base": make_bert,
-    "gpt2_decode": make_gpt2,
-}
+_ZOO: dict = {}
+
+
+def zoo() -> dict:
+    """name -> (kind, make(out) -> exporter used). Kinds group the models for
+    the per-kind means of bench/zoo_bench.py. Built on first use, not at
+    import: custom_models.py imports this module's helpers."""
+    if _ZOO:
+        return _ZOO
+    from functools import partial
+
+    models = {}
+    for name, (kind, _) in TORCHVISION.items():
+        models[name] = (kind, partial(make_torchvision, name))
+    # a realistic serving batch, and the dynamo exporter's graphs of the same nets
+    models["mobilenet_v2_b8"] = ("cnn", partial(make_torchvision, "mobilenet_v2", batch=8))
+    models["resnet50_b8"] = ("cnn", partial(make_torchvision, "resnet50", batch=8))
+    models["resnet18_dynamo"] = ("cnn", partial(make_torchvision, "resnet18", exporter="dynamo"))
+    models["mobilenet_v3_large_dynamo"] = ("cnn", partial(make_torchvision, "mobilenet_v3_large", exporter="dynamo"))
+    models["bert_base"] = ("transformer", make_bert)
+    models["distilbert"] = ("transformer", partial(make_bert, family="distilbert"))
+    for seq in (16, 128, 384):
+        models[f"minilm_s{seq}"] = ("transformer", partial(make_bert, family="minilm", seq=seq))
+    models["minilm_s128_b8"] = ("transformer", partial(make_bert, family="minilm", seq=128, batch=8))
+    models["minilm_s128_dynamo"] = ("transformer", partial(make_bert, family="minilm", seq=128, exporter="dynamo"))
+    models["gpt2_decode"] = ("transformer", make_gpt2)
+    try:
+        import custom_models  # hand-written detectors, OCR, streaming, audio and tabular models
+    except ImportError as e:
+        print(f"bench/zoo/custom_models.py not loaded: {e}", file=sys.stderr)
+    else:
+        models.update(custom_models.MODELS)
+    _ZOO.update(models)
+    return _ZOO
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=HERE / "models", help="output folder (default bench/zoo/models)")
-    ap.add_argument("--only", nargs="*", choices=sorted(MODELS), help="build only these models")
+    ap.add_argument("--only", nargs="*", choices=sorted(zoo()), help="build only these models")
     ap.add_argument("--force", action="store_true", help="rebuild models that already exist")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
@@ -248,7 +346,7 @@ def main() -> int:
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     args.out.mkdir(parents=True, exist_ok=True)
     failed = []
-    for name in args.only or list(MODELS):
+    for name in args.only or list(zoo()):
         out = args.out / f"{name}.onnx"
         if out.exists() and out.with_suffix(".inputs.npz").exists() and not args.force:
             print(f"{name}: exists ({out})")
@@ -256,7 +354,7 @@ def main() -> int:
         seed_everything(args.seed)
         t0 = time.perf_counter()
         try:
-            how = MODELS[name](out)
+            how = zoo()[name][1](out)
         except Exception as e:  # noqa: BLE001 - build the others, report this one
             print(f"{name}: FAILED: {e}", file=sys.stderr)
             failed.append(name)
@@ -265,7 +363,8 @@ def main() -> int:
 
         onnx.checker.check_model(str(out))
         size = out.stat().st_size / 2**20
-        print(f"{name}: {out} ({size:.1f} MiB, {how} exporter, opset {OPSET}, {time.perf_counter() - t0:.1f} s)")
+        opset = next((o.version for o in onnx.load(str(out), load_external_data=False).opset_import if o.domain in ("", "ai.onnx")), "?")
+        print(f"{name}: {out} ({size:.1f} MiB, {how}, opset {opset}, {time.perf_counter() - t0:.1f} s)")
     return 1 if failed else 0
 
 
