@@ -332,7 +332,9 @@ TEST(ConvTransposeFastPaths, ConstantWeightsAndChunks) {
 // ---------------------------------------------------------------- Softmax and unary functions
 
 TEST(SoftmaxFastPaths, MatchesReferenceOnEveryAxis) {
-  const Shape shape{3, 5, 37};
+  // Rows of 29 along the last axis: one pass of each vector loop (two vectors
+  // at a time, then one) and a scalar tail, on every ONYX_FAST_MATH_ISA.
+  const Shape shape{3, 5, 29};
   auto x = random_floats(static_cast<size_t>(shape_size(shape)), 61, -30.0f, 30.0f);
   x[7] = -INFINITY;
   for (const char* op : {"Softmax", "LogSoftmax"})
