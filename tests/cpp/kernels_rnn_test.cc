@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "model_builder.h"
+#include "onyx/session.h"
 
 namespace onyx {
 namespace {
@@ -348,6 +350,64 @@ TEST(Lstm, DoubleAndFloat16) {
     ASSERT_TRUE(run.status.is_ok()) << run.status.message();
     ASSERT_EQ(run.outputs[0].tensor().dtype(), DataType::kFloat16);
     expect_near_all(run.outputs[0].tensor(), want16.y, 2e-3);
+  }
+}
+
+// W and R as initializers: the kernels pack them once, at creation, and the
+// session may drop the originals. Hidden sizes span several GEMM panels, batch
+// 1 takes the packed row (GEMV) path, and a second run reuses the packs.
+TEST(Recurrent, ConstantWeightsPackedAtCreation) {
+  struct Case {
+    std::string op;
+    int64_t gates;
+    bool linear_before_reset;
+    std::string direction;
+  };
+  for (const Case& c : {Case{"RNN", 1, false, "bidirectional"}, Case{"GRU", 3, false, "forward"},
+                        Case{"GRU", 3, true, "bidirectional"}, Case{"LSTM", 4, false, "reverse"},
+                        Case{"LSTM", 4, false, "bidirectional"}}) {
+    const int64_t D = c.direction == "bidirectional" ? 2 : 1;
+    for (int64_t B : {1, 3}) {
+      Problem pr = make_problem(5, B, 19, 37, D, c.gates, 91);
+      const bool lstm = c.op == "LSTM";
+      std::vector<Act> acts;
+      for (int64_t d = 0; d < D; ++d) {
+        if (c.op == "RNN") acts.push_back({"Tanh"});
+        if (c.op != "RNN") acts.push_back({"Sigmoid"});
+        if (c.op != "RNN") acts.push_back({"Tanh"});
+        if (lstm) acts.push_back({"Tanh"});
+      }
+      const RefOut want = reference(c.op, pr, c.direction, acts, 0, c.linear_before_reset);
+      const int64_t H = pr.H, GH = c.gates * H;
+      testing::ModelBuilder mb(14);
+      mb.input("x", {pr.S, B, pr.I})
+          .initializer("w", {D, GH, pr.I}, pr.w)
+          .initializer("r", {D, GH, H}, pr.r)
+          .initializer("b", {D, 2 * GH}, pr.bias)
+          .initializer("h0", {D, B, H}, pr.h0);
+      std::vector<std::string> inputs = {"x", "w", "r", "b", "", "h0"};
+      std::vector<std::string> outputs = {"y", "y_h"};
+      if (lstm) {
+        mb.initializer("c0", {D, B, H}, pr.c0);
+        inputs.push_back("c0");
+        outputs.push_back("y_c");
+      }
+      mb.node(c.op, inputs, outputs, "rec");
+      auto& attributes = mb.proto().graph->node.back().attribute;
+      attributes.push_back(testing::int_attr("hidden_size", H));
+      attributes.push_back(testing::string_attr("direction", c.direction));
+      if (c.linear_before_reset) attributes.push_back(testing::int_attr("linear_before_reset", 1));
+      for (const std::string& o : outputs) mb.output(o);
+      auto session = InferenceSession::from_bytes(mb.bytes());
+      const std::string what = c.op + " " + c.direction + " batch " + std::to_string(B);
+      for (int round = 0; round < 2; ++round) {
+        auto out = session->run({}, {{"x", Value(make(pr.x, {pr.S, B, pr.I}))}});
+        SCOPED_TRACE(what + ", run " + std::to_string(round));
+        expect_near_all(out[0].tensor(), want.y);
+        expect_near_all(out[1].tensor(), want.y_h);
+        if (lstm) expect_near_all(out[2].tensor(), want.y_c);
+      }
+    }
   }
 }
 

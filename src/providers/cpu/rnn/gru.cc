@@ -3,6 +3,7 @@
 // (linear_before_reset = 0) or to its result (1); every direction, optional
 // sequence_lens, initial_h, clip and the batch-major layout of opset 14.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "providers/cpu/rnn/rnn_util.h"
@@ -22,7 +23,10 @@ class GruKernel final : public Kernel {
     }
     num_directions_ = rnn::parse_direction(info, &reverse_);
     activations_ = rnn::parse_activations(info, 2, num_directions_, {"Sigmoid", "Tanh"});
+    packed_ = rnn::pack_constant_weights(info, 3, num_directions_, {2, 1});
   }
+
+  bool needs_constant_data(size_t i) const override { return (i != 1 && i != 2) || packed_.empty(); }
 
   Status compute(KernelContext& ctx) const override {
     const Tensor* x = ctx.input_tensor(0);
@@ -33,9 +37,16 @@ class GruKernel final : public Kernel {
  private:
   template <typename C>
   Status run(KernelContext& ctx) const {
+    constexpr bool kFloat = std::is_same_v<C, float>;
     rnn::RecurrentInputs<C> in;
-    ONYX_RETURN_IF_ERROR(rnn::load_recurrent_inputs(ctx, 3, hidden_, num_directions_, batch_major_, false, in));
+    ONYX_RETURN_IF_ERROR(
+        rnn::load_recurrent_inputs(ctx, 3, hidden_, num_directions_, batch_major_, false, in, !kFloat || packed_.empty()));
     const int64_t S = in.seq, B = in.batch, H = in.hidden, D = num_directions_;
+    // Float packs W and R once per run when they were not constants.
+    rnn::PackedWeights packed;
+    if constexpr (kFloat) {
+      packed = !packed_.empty() ? packed_ : rnn::pack_weights(in.w.data(), in.r.data(), D, 3, H, in.input_size, {2, 1});
+    }
     std::vector<C> y(static_cast<size_t>(S * D * B * H), C(0)), y_h(in.initial_h);
     const int64_t max_len = B == 0 ? 0 : *std::max_element(in.lens.begin(), in.lens.end());
     ThreadPool* pool = ctx.thread_pool();
@@ -52,15 +63,28 @@ class GruKernel final : public Kernel {
         const bool fold_rb = i < 2 * H || !linear_before_reset_;
         gate_bias[static_cast<size_t>(i)] = wb[i] + (fold_rb ? rb[i] : C(0));
       }
-      const std::vector<C> xw = rnn::project_inputs(in, d, 3, gate_bias, pool);
-      const C* r_zr = &in.r[static_cast<size_t>(d * 3 * H * H)];
-      const C* r_h = r_zr + 2 * H * H;
+      std::vector<C> xw;
+      if constexpr (kFloat) {
+        xw = rnn::project_inputs(in, packed.w[static_cast<size_t>(d)], 3, gate_bias, pool);
+      } else {
+        xw = rnn::project_inputs(in, d, 3, gate_bias, pool);
+      }
+      // out [B, block rows] = a [B, H] times block (0: z and r, 1: h) of R, transposed.
+      auto times_r = [&](const C* a, int64_t block, C* out) {
+        const int64_t n = block == 0 ? 2 * H : H;
+        if constexpr (kFloat) {
+          sgemm_packed_b(false, B, 1.0f, a, H, packed.r_block(d, block), 0.0f, out, n, pool);
+        } else {
+          const C* r = &in.r[static_cast<size_t>((d * 3 + 2 * block) * H * H)];
+          gemm<C>(false, true, B, n, H, C(1), a, H, r, H, C(0), out, n, pool);
+        }
+      };
       const C* rb_h = rb + 2 * H;
       C* h = &y_h[static_cast<size_t>(d * B * H)];
       std::vector<C> zr(static_cast<size_t>(B * 2 * H)), hr(static_cast<size_t>(B * H)), reset_h(static_cast<size_t>(B * H));
       for (int64_t s = 0; s < max_len; ++s) {
-        gemm<C>(false, true, B, 2 * H, H, C(1), h, H, r_zr, H, C(0), zr.data(), 2 * H, pool);
-        if (linear_before_reset_) gemm<C>(false, true, B, H, H, C(1), h, H, r_h, H, C(0), hr.data(), H, pool);
+        times_r(h, 0, zr.data());
+        if (linear_before_reset_) times_r(h, 1, hr.data());
         for (int64_t b = 0; b < B; ++b) {
           const int64_t len = in.lens[static_cast<size_t>(b)];
           if (s >= len) continue;
@@ -75,7 +99,7 @@ class GruKernel final : public Kernel {
             for (int64_t i = 0; i < H; ++i) reset_h[static_cast<size_t>(b * H + i)] = r[i] * h[b * H + i];
           }
         }
-        if (!linear_before_reset_) gemm<C>(false, true, B, H, H, C(1), reset_h.data(), H, r_h, H, C(0), hr.data(), H, pool);
+        if (!linear_before_reset_) times_r(reset_h.data(), 1, hr.data());
         for (int64_t b = 0; b < B; ++b) {
           const int64_t len = in.lens[static_cast<size_t>(b)];
           if (s >= len) continue;
@@ -107,6 +131,7 @@ class GruKernel final : public Kernel {
   bool reverse_ = false;
   int64_t num_directions_ = 1;
   std::vector<rnn::Activation> activations_;
+  rnn::PackedWeights packed_;  // W and R, when constants
 };
 
 ONYX_REGISTER_CPU_KERNEL("", "GRU", 1, 2, types::floats(), GruKernel);

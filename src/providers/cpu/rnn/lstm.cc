@@ -3,6 +3,7 @@
 // coupled input-forget gates (input_forget), clip, every direction, optional
 // sequence_lens, initial_h/initial_c and the batch-major layout of opset 14.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "providers/cpu/rnn/rnn_util.h"
@@ -22,7 +23,10 @@ class LstmKernel final : public Kernel {
     }
     num_directions_ = rnn::parse_direction(info, &reverse_);
     activations_ = rnn::parse_activations(info, 3, num_directions_, {"Sigmoid", "Tanh", "Tanh"});
+    packed_ = rnn::pack_constant_weights(info, 4, num_directions_, {4});
   }
+
+  bool needs_constant_data(size_t i) const override { return (i != 1 && i != 2) || packed_.empty(); }
 
   Status compute(KernelContext& ctx) const override {
     const Tensor* x = ctx.input_tensor(0);
@@ -33,9 +37,16 @@ class LstmKernel final : public Kernel {
  private:
   template <typename C>
   Status run(KernelContext& ctx) const {
+    constexpr bool kFloat = std::is_same_v<C, float>;
     rnn::RecurrentInputs<C> in;
-    ONYX_RETURN_IF_ERROR(rnn::load_recurrent_inputs(ctx, 4, hidden_, num_directions_, batch_major_, true, in));
+    ONYX_RETURN_IF_ERROR(
+        rnn::load_recurrent_inputs(ctx, 4, hidden_, num_directions_, batch_major_, true, in, !kFloat || packed_.empty()));
     const int64_t S = in.seq, B = in.batch, H = in.hidden, D = num_directions_;
+    // Float packs W and R once per run when they were not constants.
+    rnn::PackedWeights packed;
+    if constexpr (kFloat) {
+      packed = !packed_.empty() ? packed_ : rnn::pack_weights(in.w.data(), in.r.data(), D, 4, H, in.input_size, {4});
+    }
     std::vector<C> y(static_cast<size_t>(S * D * B * H), C(0)), y_h(in.initial_h), y_c(in.initial_c);
     const int64_t max_len = B == 0 ? 0 : *std::max_element(in.lens.begin(), in.lens.end());
     ThreadPool* pool = ctx.thread_pool();
@@ -47,8 +58,12 @@ class LstmKernel final : public Kernel {
       const C* bias = &in.bias[static_cast<size_t>(d * 8 * H)];
       std::vector<C> gate_bias(static_cast<size_t>(4 * H));
       for (int64_t i = 0; i < 4 * H; ++i) gate_bias[static_cast<size_t>(i)] = bias[i] + bias[4 * H + i];
-      const std::vector<C> xw = rnn::project_inputs(in, d, 4, gate_bias, pool);
-      const C* r = &in.r[static_cast<size_t>(d * 4 * H * H)];
+      std::vector<C> xw;
+      if constexpr (kFloat) {
+        xw = rnn::project_inputs(in, packed.w[static_cast<size_t>(d)], 4, gate_bias, pool);
+      } else {
+        xw = rnn::project_inputs(in, d, 4, gate_bias, pool);
+      }
       const C* p_i = &in.peepholes[static_cast<size_t>(d * 3 * H)];
       const C* p_o = p_i + H;
       const C* p_f = p_i + 2 * H;
@@ -56,7 +71,12 @@ class LstmKernel final : public Kernel {
       C* c = &y_c[static_cast<size_t>(d * B * H)];
       std::vector<C> rec(static_cast<size_t>(B * 4 * H)), cell_act(static_cast<size_t>(H));
       for (int64_t s = 0; s < max_len; ++s) {
-        gemm<C>(false, true, B, 4 * H, H, C(1), h, H, r, H, C(0), rec.data(), 4 * H, pool);
+        if constexpr (kFloat) {
+          sgemm_packed_b(false, B, 1.0f, h, H, packed.r_block(d, 0), 0.0f, rec.data(), 4 * H, pool);
+        } else {
+          const C* r = &in.r[static_cast<size_t>(d * 4 * H * H)];
+          gemm<C>(false, true, B, 4 * H, H, C(1), h, H, r, H, C(0), rec.data(), 4 * H, pool);
+        }
         for (int64_t b = 0; b < B; ++b) {
           const int64_t len = in.lens[static_cast<size_t>(b)];
           if (s >= len) continue;
@@ -108,6 +128,7 @@ class LstmKernel final : public Kernel {
   bool reverse_ = false;
   int64_t num_directions_ = 1;
   std::vector<rnn::Activation> activations_;
+  rnn::PackedWeights packed_;  // W and R, when constants
 };
 
 ONYX_REGISTER_CPU_KERNEL("", "LSTM", 1, 6, types::floats(), LstmKernel);

@@ -2,6 +2,7 @@
 // H_t = f(X_t W^T + H_{t-1} R^T + Wb + Rb), in every direction, with optional
 // sequence_lens, initial_h, clip and the batch-major layout of opset 14.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "providers/cpu/rnn/rnn_util.h"
@@ -20,7 +21,10 @@ class RnnKernel final : public Kernel {
     }
     num_directions_ = rnn::parse_direction(info, &reverse_);
     activations_ = rnn::parse_activations(info, 1, num_directions_, {"Tanh"});
+    packed_ = rnn::pack_constant_weights(info, 1, num_directions_, {1});
   }
+
+  bool needs_constant_data(size_t i) const override { return (i != 1 && i != 2) || packed_.empty(); }
 
   Status compute(KernelContext& ctx) const override {
     const Tensor* x = ctx.input_tensor(0);
@@ -31,9 +35,16 @@ class RnnKernel final : public Kernel {
  private:
   template <typename C>
   Status run(KernelContext& ctx) const {
+    constexpr bool kFloat = std::is_same_v<C, float>;
     rnn::RecurrentInputs<C> in;
-    ONYX_RETURN_IF_ERROR(rnn::load_recurrent_inputs(ctx, 1, hidden_, num_directions_, batch_major_, false, in));
+    ONYX_RETURN_IF_ERROR(
+        rnn::load_recurrent_inputs(ctx, 1, hidden_, num_directions_, batch_major_, false, in, !kFloat || packed_.empty()));
     const int64_t S = in.seq, B = in.batch, H = in.hidden, D = num_directions_;
+    // Float packs W and R once per run when they were not constants.
+    rnn::PackedWeights packed;
+    if constexpr (kFloat) {
+      packed = !packed_.empty() ? packed_ : rnn::pack_weights(in.w.data(), in.r.data(), D, 1, H, in.input_size, {1});
+    }
     std::vector<C> y(static_cast<size_t>(S * D * B * H), C(0)), y_h(in.initial_h);
     const int64_t max_len = B == 0 ? 0 : *std::max_element(in.lens.begin(), in.lens.end());
     for (int64_t d = 0; d < D; ++d) {
@@ -42,12 +53,21 @@ class RnnKernel final : public Kernel {
       const C* bias = &in.bias[static_cast<size_t>(d * 2 * H)];
       std::vector<C> gate_bias(static_cast<size_t>(H));
       for (int64_t i = 0; i < H; ++i) gate_bias[static_cast<size_t>(i)] = bias[i] + bias[H + i];
-      const std::vector<C> xw = rnn::project_inputs(in, d, 1, gate_bias, ctx.thread_pool());
-      const C* r = &in.r[static_cast<size_t>(d * H * H)];
+      std::vector<C> xw;
+      if constexpr (kFloat) {
+        xw = rnn::project_inputs(in, packed.w[static_cast<size_t>(d)], 1, gate_bias, ctx.thread_pool());
+      } else {
+        xw = rnn::project_inputs(in, d, 1, gate_bias, ctx.thread_pool());
+      }
       C* h = &y_h[static_cast<size_t>(d * B * H)];
       std::vector<C> rec(static_cast<size_t>(B * H));
       for (int64_t s = 0; s < max_len; ++s) {
-        gemm<C>(false, true, B, H, H, C(1), h, H, r, H, C(0), rec.data(), H, ctx.thread_pool());
+        if constexpr (kFloat) {
+          sgemm_packed_b(false, B, 1.0f, h, H, packed.r_block(d, 0), 0.0f, rec.data(), H, ctx.thread_pool());
+        } else {
+          const C* r = &in.r[static_cast<size_t>(d * H * H)];
+          gemm<C>(false, true, B, H, H, C(1), h, H, r, H, C(0), rec.data(), H, ctx.thread_pool());
+        }
         for (int64_t b = 0; b < B; ++b) {
           const int64_t len = in.lens[static_cast<size_t>(b)];
           if (s >= len) continue;  // past this sequence's end: its state stays, Y stays zero
@@ -72,6 +92,7 @@ class RnnKernel final : public Kernel {
   bool reverse_ = false;
   int64_t num_directions_ = 1;
   std::vector<rnn::Activation> activations_;
+  rnn::PackedWeights packed_;  // W and R, when constants
 };
 
 ONYX_REGISTER_CPU_KERNEL("", "RNN", 1, 6, types::floats(), RnnKernel);

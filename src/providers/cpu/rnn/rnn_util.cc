@@ -1,4 +1,4 @@
-// Attribute parsing shared by the RNN, GRU and LSTM kernels.
+// Attribute parsing and weight packing shared by the RNN, GRU and LSTM kernels.
 #include "providers/cpu/rnn/rnn_util.h"
 
 namespace onyx::cpu::rnn {
@@ -79,6 +79,45 @@ int64_t parse_direction(const KernelInfo& info, bool* reverse_only) {
   if (direction == "forward" || direction == "reverse") return 1;
   if (direction == "bidirectional") return 2;
   throw Error(invalid_model(info.label(), ": attribute direction is '", direction, "', expected forward, reverse or bidirectional"));
+}
+
+PackedWeights pack_weights(const float* w, const float* r, int64_t num_directions, int64_t gates, int64_t hidden,
+                           int64_t input_size, const std::vector<int64_t>& block_gates) {
+  PackedWeights packed;
+  packed.blocks = static_cast<int64_t>(block_gates.size());
+  const int64_t rows = gates * hidden;
+  for (int64_t d = 0; d < num_directions; ++d) {
+    // op(B) = W_d^T (input_size x rows); nothing to pack without inputs.
+    packed.w.push_back(input_size > 0 ? pack_b(true, input_size, rows, w + d * rows * input_size, input_size)
+                                      : PackedMatrix());
+    const float* r_d = r + d * rows * hidden;
+    for (int64_t block : block_gates) {
+      packed.r.push_back(pack_b(true, hidden, block * hidden, r_d, hidden));
+      r_d += block * hidden * hidden;
+    }
+  }
+  return packed;
+}
+
+PackedWeights pack_constant_weights(const KernelInfo& info, int64_t gates, int64_t num_directions,
+                                    const std::vector<int64_t>& block_gates) {
+  const Tensor* w = info.constant_input(1);
+  const Tensor* r = info.constant_input(2);
+  auto packable = [](const Tensor* t) {
+    return t != nullptr && t->rank() == 3 &&
+           (t->dtype() == DataType::kFloat || t->dtype() == DataType::kFloat16 || t->dtype() == DataType::kBFloat16);
+  };
+  if (!packable(w) || !packable(r) || w->dtype() != r->dtype()) return {};
+  // Shapes as compute() checks them against X: W [D, G*H, I], R [D, G*H, H].
+  const int64_t hidden = r->dim(2);
+  const int64_t hidden_attr = info.attr_int("hidden_size", 0);
+  if (hidden <= 0 || (hidden_attr > 0 && hidden_attr != hidden)) return {};
+  if (r->dim(0) != num_directions || r->dim(1) != gates * hidden) return {};
+  if (w->dim(0) != num_directions || w->dim(1) != gates * hidden) return {};
+  std::vector<float> w_values, r_values;
+  load_as(*w, w_values);
+  load_as(*r, r_values);
+  return pack_weights(w_values.data(), r_values.data(), num_directions, gates, hidden, w->dim(2), block_gates);
 }
 
 }  // namespace onyx::cpu::rnn

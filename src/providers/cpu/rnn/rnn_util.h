@@ -2,17 +2,21 @@
 // name with their alpha/beta, direction and layout parsing, loading the common
 // inputs (X, W, R, B, sequence_lens, initial_h/initial_c, P) into time-major
 // working buffers, the GEMM input projection, and writing Y / Y_h / Y_c back in
-// either layout.
+// either layout. In float, W and R are packed for the GEMM once (at kernel
+// creation when they are constants, else once per run, never per step) and
+// Sigmoid and Tanh run in vector loops.
 #pragma once
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "providers/cpu/dispatch.h"
 #include "providers/cpu/gemm/sgemm.h"
+#include "providers/cpu/math/fast_math.h"
 #include "providers/kernel.h"
 
 namespace onyx::cpu::rnn {
@@ -40,6 +44,12 @@ struct Activation {
 
   template <typename C>
   void apply(C* x, int64_t n) const {
+    if constexpr (std::is_same_v<C, float>) {
+      // The gate functions of every default LSTM and GRU: each step spends
+      // about as long in them as in its recurrent GEMV when they are scalar.
+      if (kind == ActivationKind::kSigmoid) return fast_sigmoid_array(x, x, n);
+      if (kind == ActivationKind::kTanh) return fast_tanh_array(x, x, n);
+    }
     const C a = static_cast<C>(alpha), b = static_cast<C>(beta);
     switch (kind) {
       case ActivationKind::kRelu:
@@ -129,7 +139,12 @@ inline void store_as(const C* values, Tensor& out) {
   (void)dispatch_float(out.dtype(), [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     T* p = out.data<T>();
-    for (int64_t i = 0; i < out.size(); ++i) p[i] = static_cast<T>(static_cast<compute_t<T>>(values[i]));
+    const int64_t n = out.size();  // a product over the shape: not recomputed per element
+    if constexpr (std::is_same_v<T, C>) {
+      std::copy(values, values + n, p);
+    } else {
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<compute_t<T>>(values[i]));
+    }
     return Status::ok();
   });
 }
@@ -145,10 +160,37 @@ inline std::vector<C> swap_leading_axes(const std::vector<C>& src, int64_t a, in
   return dst;
 }
 
+// W and R of every direction packed for the float GEMM, as the right operands
+// of X W^T (input projection, all steps at once) and h R^T (every step). R is
+// packed in blocks of gate rows (LSTM: one block of 4 gates; GRU: z and r,
+// then h, which multiplies r * h when linear_before_reset is 0).
+struct PackedWeights {
+  std::vector<PackedMatrix> w;  // [direction]; empty matrices when input_size is 0
+  std::vector<PackedMatrix> r;  // [direction * blocks + block]
+  int64_t blocks = 1;
+  bool empty() const { return r.empty(); }
+  const PackedMatrix& r_block(int64_t direction, int64_t block) const {
+    return r[static_cast<size_t>(direction * blocks + block)];
+  }
+};
+
+// Packs W [D, G*H, I] and R [D, G*H, H] (float, row-major); `block_gates`
+// lists the gates of each block of R, in order, summing to G.
+PackedWeights pack_weights(const float* w, const float* r, int64_t num_directions, int64_t gates, int64_t hidden,
+                           int64_t input_size, const std::vector<int64_t>& block_gates);
+
+// For a kernel's constructor: W (input 1) and R (input 2) packed when both are
+// constant float, float16 or bfloat16 tensors of consistent shapes; empty
+// otherwise (compute() then packs them once per run).
+PackedWeights pack_constant_weights(const KernelInfo& info, int64_t gates, int64_t num_directions,
+                                    const std::vector<int64_t>& block_gates);
+
 // Checks and loads inputs 0..7 of RNN/GRU/LSTM (`lstm` adds initial_c and P).
+// With `load_weights` false, W and R are checked but not copied (the kernel
+// holds them packed).
 template <typename C>
 Status load_recurrent_inputs(KernelContext& ctx, int gates, int64_t hidden_attr, int64_t num_directions, bool batch_major,
-                             bool lstm, RecurrentInputs<C>& in) {
+                             bool lstm, RecurrentInputs<C>& in, bool load_weights = true) {
   auto input = [&](size_t i) { return ctx.input_count() > i ? ctx.input_tensor(i) : nullptr; };
   const Tensor *x = input(0), *w = input(1), *r = input(2), *b = input(3), *lens = input(4), *h0 = input(5);
   const Tensor* c0 = lstm ? input(6) : nullptr;
@@ -187,8 +229,10 @@ Status load_recurrent_inputs(KernelContext& ctx, int gates, int64_t hidden_attr,
 
   load_as(*x, in.x);
   if (batch_major) in.x = swap_leading_axes(in.x, in.batch, in.seq, in.input_size);
-  load_as(*w, in.w);
-  load_as(*r, in.r);
+  if (load_weights) {
+    load_as(*w, in.w);
+    load_as(*r, in.r);
+  }
   if (b) {
     load_as(*b, in.bias);
   } else {
@@ -240,6 +284,22 @@ std::vector<C> project_inputs(const RecurrentInputs<C>& in, int64_t direction, i
     gemm<C>(false, true, rows, cols, in.input_size, C(1), in.x.data(), in.input_size,
             &in.w[static_cast<size_t>(direction * cols * in.input_size)], in.input_size, C(1), xw.data(), cols, pool);
   }
+  return xw;
+}
+
+// The same in float with W packed: the bias is added in the GEMM's write-back.
+inline std::vector<float> project_inputs(const RecurrentInputs<float>& in, const PackedMatrix& w, int gates,
+                                         const std::vector<float>& gate_bias, ThreadPool* pool) {
+  const int64_t rows = in.seq * in.batch, cols = gates * in.hidden;
+  std::vector<float> xw(static_cast<size_t>(rows * cols));
+  if (rows == 0) return xw;
+  if (in.input_size == 0 || w.empty()) {
+    for (int64_t i = 0; i < rows; ++i) std::copy(gate_bias.begin(), gate_bias.end(), &xw[static_cast<size_t>(i * cols)]);
+    return xw;
+  }
+  GemmEpilogue bias;
+  bias.col_bias = gate_bias.data();
+  sgemm_packed_b(false, rows, 1.0f, in.x.data(), in.input_size, w, 0.0f, xw.data(), cols, pool, bias);
   return xw;
 }
 
