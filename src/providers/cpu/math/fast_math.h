@@ -589,8 +589,8 @@ inline void hard_sigmoid_array(const float* x, float* y, int64_t n, float alpha,
 }
 
 // Softmax's three row passes eight lanes wide, for CPUs with AVX2 but not
-// AVX-512 (they ran as scalar loops there). The same operand order and
-// functions as the sixteen-lane forms, so both give the same values.
+// AVX-512 (they ran as scalar loops there), with the operand order of the
+// sixteen-lane forms.
 #if defined(ONYX_FAST_MATH_AVX2)
 namespace fast_math_detail {
 
@@ -617,20 +617,43 @@ __attribute__((target("avx2,fma"))) inline void scale8(float* y, float s, int64_
   for (; i < n; ++i) y[i] *= s;
 }
 
+// exp(x) for x <= 0 (softmax's x - max): without exp8's overflow and NaN
+// blends and with one power-of-two factor. Results below 2^-126 (the
+// subnormals, under 1.2e-38) are 0, which no softmax sum of at least 1 can
+// tell apart; NaN stays NaN.
+__attribute__((target("avx2,fma"))) inline __m256 exp_nonpositive8(__m256 x) {
+  constexpr float kNormalMin = -87.3365479f;  // ln(2^-126)
+  const __m256 underflow = _mm256_cmp_ps(x, _mm256_set1_ps(kNormalMin), _CMP_LT_OQ);
+  const __m256 xc = _mm256_max_ps(_mm256_set1_ps(kNormalMin), x);  // NaN x passes through
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), xc));
+  __m256 p = _mm256_set1_ps(kExpC7);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC5));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC4));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC3));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC2));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  // n is in [-126, 0]: 2^n is a normal float built from its exponent bits.
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(underflow, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
+}
+
 __attribute__((target("avx2,fma"))) inline float exp_shifted_sum8(const float* x, float shift, float* y, int64_t n) {
   const __m256 vs = _mm256_set1_ps(shift);
   __m256 sum0 = _mm256_setzero_ps(), sum1 = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m256 e0 = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs));
-    const __m256 e1 = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vs));
+    const __m256 e0 = exp_nonpositive8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs));
+    const __m256 e1 = exp_nonpositive8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vs));
     _mm256_storeu_ps(y + i, e0);
     _mm256_storeu_ps(y + i + 8, e1);
     sum0 = _mm256_add_ps(sum0, e0);
     sum1 = _mm256_add_ps(sum1, e1);
   }
   for (; i + 8 <= n; i += 8) {
-    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs));
+    const __m256 e = exp_nonpositive8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs));
     _mm256_storeu_ps(y + i, e);
     sum0 = _mm256_add_ps(sum0, e);
   }
