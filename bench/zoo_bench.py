@@ -94,7 +94,8 @@ def make_session(engine: str, model: str, threads: int):
 
 def load_feeds(model: str) -> dict:
     npz = Path(model).with_suffix(".inputs.npz")
-    return {k: np.ascontiguousarray(v) for k, v in np.load(npz).items()}
+    # np.ascontiguousarray would make a 0-d feed (vad_stream's sr) 1-d.
+    return {k: np.array(v, order="C") for k, v in np.load(npz).items()}
 
 
 def max_diff(ref, got, rtol: float, atol: float) -> tuple[float, bool]:
