@@ -10,7 +10,10 @@ namespace onyx {
 const Tensor* KernelInfo::constant_input(size_t i) const {
   if (!has_input(i)) return nullptr;
   auto it = graph_.initializers.find(node_.inputs[i]);
-  if (it == graph_.initializers.end()) return nullptr;
+  if (it == graph_.initializers.end()) {
+    const graph::ValueEntry& value = graph_.values[static_cast<size_t>(node_.inputs[i])];
+    return value.is_outer_scope && outer_constants_ ? outer_constants_(value.name) : nullptr;
+  }
   if (!inputs_are_constant_ && graph_.values[static_cast<size_t>(it->first)].is_graph_input) return nullptr;
   return &it->second;
 }

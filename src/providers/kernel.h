@@ -45,20 +45,28 @@ class KernelInfo {
   std::string label() const { return node_.label(node_index_); }
   Allocator* allocator() const { return allocator_; }
 
-  // The value of input i when it is a constant initializer of this graph
-  // (weights a kernel may pre-pack), else nullptr. An initializer that is also
-  // a graph input is not constant: a feed may replace it.
+  // The value of input i when it is a constant initializer of this graph, or,
+  // for a node of a subgraph (an If, Loop or Scan body), of an enclosing
+  // graph (weights a kernel may pre-pack), else nullptr. An initializer that
+  // is also a graph input is not constant: a feed may replace it.
   const Tensor* constant_input(size_t i) const;
-  // True when input i is a constant that this node alone reads and that the
-  // session drops as soon as the kernel exists, unless the kernel says it
-  // needs the data (needs_constant_data). A kernel that does not may discard
-  // the pages it has consumed while it packs them (model::discard_weight_pages).
+  // True when input i is a constant of this graph that this node alone reads
+  // and that the session drops as soon as the kernel exists, unless the
+  // kernel says it needs the data (needs_constant_data). A kernel that does
+  // not may discard the pages it has consumed while it packs them
+  // (model::discard_weight_pages). An enclosing graph's constant never is.
   bool consumes_constant(size_t i) const {
-    return has_input(i) && constant_input(i) != nullptr && sole_reader_ && sole_reader_(node_.inputs[i]);
+    return has_input(i) && graph_.initializers.count(node_.inputs[i]) != 0 && constant_input(i) != nullptr &&
+           sole_reader_ && sole_reader_(node_.inputs[i]);
   }
   // Set by the session planner: whether this node is the only reader left of
   // an initializer that is dropped once its readers exist.
   void set_sole_reader(std::function<bool(int32_t)> sole_reader) { sole_reader_ = std::move(sole_reader); }
+  // Set by the session planner for the nodes of a subgraph: the constant an
+  // enclosing graph holds under a name, or nullptr. The enclosing graphs keep
+  // those constants' data for as long as the session lives.
+  using OuterConstants = std::function<const Tensor*(const std::string&)>;
+  void set_outer_constants(OuterConstants outer) { outer_constants_ = std::move(outer); }
   // Static type and shape of input i, when known.
   const graph::TypeAndShape* input_info(size_t i) const;
 
@@ -79,6 +87,7 @@ class KernelInfo {
   Allocator* allocator_;
   bool inputs_are_constant_;
   std::function<bool(int32_t)> sole_reader_;
+  OuterConstants outer_constants_;
 };
 
 // What compute() sees of one run: its inputs, where to put outputs, the pool.

@@ -231,7 +231,7 @@ const ExecutionProvider* reader_location(const ExecutionProvider* provider, cons
 Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::Graph* releasing,
                                               const std::vector<const ExecutionProvider*>& providers,
                                               const DataTransferRegistry& transfers, bool inputs_are_constant,
-                                              bool top_level) {
+                                              bool top_level, const KernelInfo::OuterConstants& outer = {}) {
   std::unique_ptr<WeightRelease> release = releasing ? std::make_unique<WeightRelease>(*releasing) : nullptr;
   auto plan = std::make_unique<GraphPlan>();
   plan->graph = &graph;
@@ -383,6 +383,7 @@ Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::
     }
     KernelInfo info(graph, node, n, provider->allocator(), inputs_are_constant);
     if (release && !copied) info.set_sole_reader([&release](int32_t id) { return release->sole_reader(id); });
+    if (outer) info.set_outer_constants(outer);
     try {
       Result<std::unique_ptr<Kernel>> kernel =
           node.fused_graph ? provider->compile(*node.fused_graph, info) : defs[n]->factory(info);
@@ -396,11 +397,25 @@ Result<std::unique_ptr<GraphPlan>> plan_graph(const graph::Graph& graph, graph::
       return invalid_model(labelled(step.label, e.what()));
     }
     if (release) release->created(node, copied ? nullptr : step.kernel.get());
+    // A subgraph's kernels see this graph's constants (and those further out)
+    // by name, as the weights of an If branch often are: packed once, not
+    // per run.
+    const KernelInfo::OuterConstants constants_here = [&graph, &outer, inputs_are_constant](const std::string& name) {
+      const int32_t id = graph.find_value(name);
+      auto it = id >= 0 ? graph.initializers.find(id) : graph.initializers.end();
+      if (it != graph.initializers.end()) {
+        const bool overridable = !inputs_are_constant && graph.values[static_cast<size_t>(id)].is_graph_input;
+        return overridable || it->second.raw_data() == nullptr ? nullptr : &it->second;
+      }
+      // A name this graph neither defines nor lists comes from further out too.
+      const bool from_outside = id < 0 || graph.values[static_cast<size_t>(id)].is_outer_scope;
+      return from_outside && outer ? outer(name) : nullptr;
+    };
     for (const auto& [name, attr] : node.attributes) {
       if (attr.g) {
-        ONYX_ASSIGN_OR_RETURN(
-            std::unique_ptr<GraphPlan> sub,
-            plan_graph(*attr.g, releasing ? attr.g.get() : nullptr, providers, transfers, inputs_are_constant, false));
+        ONYX_ASSIGN_OR_RETURN(std::unique_ptr<GraphPlan> sub,
+                              plan_graph(*attr.g, releasing ? attr.g.get() : nullptr, providers, transfers,
+                                         inputs_are_constant, false, constants_here));
         step.subgraphs.emplace(name, std::move(sub));
       }
     }

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "kernel_test_util.h"
 #include "model/reader.h"
@@ -152,6 +153,77 @@ TEST(SessionWeights, KeepsWeightsASubgraphReads) {
   const std::vector<float> want = matmul(x, w, kRows, kK, kN);
   expect_near(out[0].tensor(), want);
   expect_near(out[1].tensor(), want);
+}
+
+// A node of a subgraph sees the enclosing graphs' constants by name (an If
+// branch's weights usually live outside it), so its kernel packs them once;
+// it never drops them, and results do not change, two If levels deep.
+TEST(SessionWeights, SubgraphKernelsSeeTheEnclosingGraphsConstants) {
+  graph::Graph sub;
+  graph::Node node;
+  node.op_type = "MatMul";
+  node.inputs = {sub.value_id("x"), sub.value_id("w")};
+  sub.values[static_cast<size_t>(node.inputs[1])].is_outer_scope = true;
+  const Tensor w_outer = Tensor::from_vector<float>(random_floats(kK * kN, 12), {kK, kN});
+  KernelInfo info(sub, node, 0, cpu_allocator());
+  info.set_sole_reader([](int32_t) { return true; });
+  EXPECT_EQ(info.constant_input(1), nullptr);  // no enclosing graph given
+  info.set_outer_constants([&](const std::string& name) { return name == "w" ? &w_outer : nullptr; });
+  EXPECT_EQ(info.constant_input(1), &w_outer);
+  EXPECT_EQ(info.constant_input(0), nullptr);  // x is the subgraph's own value
+  EXPECT_FALSE(info.consumes_constant(1));     // an enclosing graph's weight is never dropped
+
+  const std::vector<float> w = random_floats(kK * kN, 13), w2 = random_floats(kK * kN, 14);
+  ModelBuilder b;
+  b.input("cond", {}, 9).input("x", {kRows, kK});
+  raw_initializer(b, "w", {kK, kN}, w);
+  raw_initializer(b, "w2", {kK, kN}, w2);
+  auto graph_attribute = [](const std::string& name, std::shared_ptr<model::GraphProto> g) {
+    model::AttributeProto a;
+    a.name = name;
+    a.type = model::AttributeProto::GRAPH;
+    a.g = std::move(g);
+    return a;
+  };
+  // A branch computing x times `weight`, either directly or through an If of
+  // its own whose branches do.
+  std::function<std::shared_ptr<model::GraphProto>(const std::string&, int)> branch =
+      [&](const std::string& weight, int depth) {
+        auto g = std::make_shared<model::GraphProto>();
+        g->name = weight + "_" + std::to_string(depth);
+        const std::string out = g->name + "_out";
+        model::NodeProto n;
+        n.output = {out};
+        if (depth == 0) {
+          n.op_type = "MatMul";
+          n.input = {"x", weight};
+        } else {
+          n.op_type = "If";
+          n.input = {"cond"};
+          n.attribute = {graph_attribute("then_branch", branch(weight, depth - 1)),
+                         graph_attribute("else_branch", branch(weight, depth - 1))};
+        }
+        g->node.push_back(n);
+        model::ValueInfoProto v;
+        v.name = out;
+        g->output.push_back(v);
+        return g;
+      };
+  b.node("If", {"cond"}, {"s"}, "if");
+  b.proto().graph->node[0].attribute = {graph_attribute("then_branch", branch("w", 1)),
+                                        graph_attribute("else_branch", branch("w2", 1))};
+  b.output("s");
+  Planned p = plan_releasing_weights(b);
+  EXPECT_NE(initializer(p, "w").raw_data(), nullptr);
+  EXPECT_NE(initializer(p, "w2").raw_data(), nullptr);
+
+  auto session = InferenceSession::from_bytes(b.bytes());
+  const std::vector<float> x = random_floats(kRows * kK, 15);
+  for (bool cond : {true, false, true}) {
+    auto out = session->run({}, {{"cond", Value(Tensor::scalar<bool>(cond))},
+                                 {"x", Value(Tensor::from_vector<float>(x, {kRows, kK}))}});
+    expect_near(out[0].tensor(), matmul(x, cond ? w : w2, kRows, kK, kN));
+  }
 }
 
 // From a file (weights mapped, their pages dropped after packing), with the
