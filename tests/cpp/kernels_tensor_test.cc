@@ -2,7 +2,10 @@
 // each compares against a small reference loop written here.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <numeric>
+#include <string>
 
 #include "kernel_test_util.h"
 
@@ -431,6 +434,53 @@ TEST(TensorKernels, ResizeNearestAndLinear) {
   ASSERT_TRUE(up.status.is_ok()) << up.status.message();
   EXPECT_EQ(values<float>(up.outputs[0]), (std::vector<float>{0, 0, 1, 1}));
   expect_error(run_kernel("Resize", 13, {line, Value(), Value(), Value()}), "scales or sizes");
+}
+
+// Float images take the row-at-a-time path; double inputs the per-axis one.
+// Both must agree (to float rounding) for every mode, coordinate mode, only
+// one of the two axes resized, and downscaling with antialias; a NaN in a
+// nearest resize lands exactly where its element is copied.
+TEST(TensorKernels, ResizeFloatRowsMatchThePerAxisPath) {
+  struct Case {
+    std::string mode, coordinates, nearest_mode;
+    Shape in;
+    std::vector<int64_t> sizes;
+    int64_t antialias;
+  };
+  const std::vector<Case> cases = {
+      {"nearest", "asymmetric", "floor", {1, 3, 5, 7}, {1, 3, 10, 14}, 0},
+      {"nearest", "half_pixel", "round_prefer_floor", {2, 2, 6, 5}, {2, 2, 9, 13}, 0},
+      {"linear", "half_pixel", "floor", {1, 3, 5, 7}, {1, 3, 20, 28}, 0},
+      {"linear", "align_corners", "floor", {1, 2, 4, 6}, {1, 2, 7, 11}, 0},
+      {"linear", "pytorch_half_pixel", "floor", {1, 2, 8, 9}, {1, 2, 8, 4}, 0},  // only the width
+      {"linear", "half_pixel", "floor", {1, 2, 12, 10}, {1, 2, 5, 10}, 1},       // only the height, antialias
+      {"cubic", "half_pixel", "floor", {1, 1, 6, 7}, {1, 1, 11, 3}, 0},
+      {"linear", "asymmetric", "floor", {3, 5, 4}, {3, 9, 10}, 0},               // rank 3
+  };
+  for (const Case& c : cases) {
+    std::vector<float> input = random_floats(static_cast<size_t>(shape_size(c.in)), 77, -4.0f, 4.0f);
+    if (c.mode == "nearest") input[3] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<double> wide(input.begin(), input.end());
+    const std::vector<graph::Attribute> attributes = {
+        attr_string("mode", c.mode), attr_string("coordinate_transformation_mode", c.coordinates),
+        attr_string("nearest_mode", c.nearest_mode), attr_int("antialias", c.antialias)};
+    const Tensor sizes = i64(c.sizes);
+    auto f = run_kernel("Resize", 19, {Tensor::from_vector<float>(input, c.in), Value(), Value(), sizes}, attributes);
+    auto d = run_kernel("Resize", 19, {Tensor::from_vector<double>(wide, c.in), Value(), Value(), sizes}, attributes);
+    ASSERT_TRUE(f.status.is_ok()) << f.status.message();
+    ASSERT_TRUE(d.status.is_ok()) << d.status.message();
+    const std::vector<float> got = values<float>(f.outputs[0]);
+    const std::vector<double> want = values<double>(d.outputs[0]);
+    ASSERT_EQ(got.size(), want.size());
+    const std::string what = c.mode + " " + c.coordinates + " to " + shape_to_string(Shape(c.sizes.begin(), c.sizes.end()));
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << what << " at " << i;
+      } else {
+        ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << what << " at " << i;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // interpolation, one axis at a time, as the ONNX reference defines it. Each
 // axis gets a table of source indices and weights per output position; nearest
 // mode copies the chosen element exactly (any numeric type, no rounding).
+// Float images (only the last two axes resized) go a whole output row at a
+// time in float instead (resize_rows_float).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -205,6 +207,69 @@ void resize_axis(const T* src, T* dst, int64_t outer, int64_t in, int64_t out, i
   });
 }
 
+// The taps of an axis that is not resized: each position reads itself.
+AxisTable identity_table(int64_t n) {
+  AxisTable t;
+  for (int64_t i = 0; i < n; ++i) {
+    t.index.push_back(i);
+    t.weight.push_back(1.0);
+    t.extrapolate.push_back(false);
+  }
+  return t;
+}
+
+// Float tensors resized along their last two axes only (images: batch and
+// channels kept), one output row at a time: the row's source rows are first
+// combined into one row of the input's width (contiguous, vectorizable), then
+// each output position takes its taps from that row. No intermediate tensor
+// per axis and no per-element double arithmetic. Nearest copies the chosen
+// element (NaN and infinities as they are). `th` and `tw` are the tables of
+// the last two axes (identity tables where an axis keeps its size).
+void resize_rows_float(const float* src, float* dst, int64_t planes, int64_t in_h, int64_t in_w, int64_t out_h,
+                       int64_t out_w, const AxisTable& th, const AxisTable& tw, bool nearest, ThreadPool* pool) {
+  auto chosen = [](const AxisTable& t, int64_t pos) {  // nearest: the tap whose weight is not 0
+    int64_t c = t.index[static_cast<size_t>(pos * t.taps)];
+    for (int64_t k = 0; k < t.taps; ++k) {
+      if (t.weight[static_cast<size_t>(pos * t.taps + k)] != 0) c = t.index[static_cast<size_t>(pos * t.taps + k)];
+    }
+    return c;
+  };
+  std::vector<int64_t> col_index;
+  std::vector<float> col_weight(tw.weight.begin(), tw.weight.end()), row_weight(th.weight.begin(), th.weight.end());
+  if (nearest) {
+    for (int64_t x = 0; x < out_w; ++x) col_index.push_back(chosen(tw, x));
+  }
+  const int64_t ny = th.taps, nx = tw.taps;
+  parallel_for(pool, planes * out_h, static_cast<double>(out_w * (nx + ny)), [&](int64_t begin, int64_t end) {
+    std::vector<float> row(static_cast<size_t>(nearest ? 0 : in_w));
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t plane = r / out_h, y = r % out_h;
+      const float* in = src + plane * in_h * in_w;
+      float* d = dst + r * out_w;
+      if (nearest) {
+        const float* s = in + chosen(th, y) * in_w;
+        for (int64_t x = 0; x < out_w; ++x) d[x] = s[col_index[static_cast<size_t>(x)]];
+        continue;
+      }
+      const int64_t* iy = &th.index[static_cast<size_t>(y * ny)];
+      const float* wy = &row_weight[static_cast<size_t>(y * ny)];
+      const float* s0 = in + iy[0] * in_w;
+      for (int64_t i = 0; i < in_w; ++i) row[static_cast<size_t>(i)] = wy[0] * s0[i];
+      for (int64_t k = 1; k < ny; ++k) {
+        const float* sk = in + iy[k] * in_w;
+        for (int64_t i = 0; i < in_w; ++i) row[static_cast<size_t>(i)] += wy[k] * sk[i];
+      }
+      for (int64_t x = 0; x < out_w; ++x) {
+        const int64_t* ix = &tw.index[static_cast<size_t>(x * nx)];
+        const float* wx = &col_weight[static_cast<size_t>(x * nx)];
+        float acc = wx[0] * row[static_cast<size_t>(ix[0])];
+        for (int64_t k = 1; k < nx; ++k) acc += wx[k] * row[static_cast<size_t>(ix[k])];
+        d[x] = acc;
+      }
+    }
+  });
+}
+
 // An output dim from a scaled input dim, rounded down. Infinite or huge
 // products (scales such as 1e30) are errors: casting them to int64 is undefined.
 Result<int64_t> scaled_dim(double value, const std::string& label) {
@@ -276,6 +341,25 @@ Status run_resize(KernelContext& ctx, const ResizeOptions& o, const Tensor& x, s
   Tensor& out = ctx.allocate_output(0, x.dtype(), out_shape);
   if (out.size() == 0) return Status::ok();
   if (x.size() == 0) return invalid_argument(ctx.label(), ": cannot resize empty input ", x.describe());
+  // An axis resize_all leaves alone: same size, scale 1, no crop.
+  auto unchanged = [&](size_t a) {
+    return x.shape()[a] == out_shape[a] && std::fabs(scale[a] - 1.0) < 1e-9 &&
+           (!crop || (roi_start[a] == 0 && roi_end[a] == 1));
+  };
+  if (x.dtype() == DataType::kFloat && rank >= 2 && !crop) {
+    bool rows_only = true;  // only the last two axes change
+    for (int64_t d = 0; d + 2 < rank; ++d) rows_only = rows_only && unchanged(static_cast<size_t>(d));
+    if (rows_only) {
+      const auto h = static_cast<size_t>(rank - 2), w = static_cast<size_t>(rank - 1);
+      const AxisTable th = unchanged(h) ? identity_table(out_shape[h])
+                                        : build_table(o, x.shape()[h], out_shape[h], scale[h], roi_start[h], roi_end[h]);
+      const AxisTable tw = unchanged(w) ? identity_table(out_shape[w])
+                                        : build_table(o, x.shape()[w], out_shape[w], scale[w], roi_start[w], roi_end[w]);
+      resize_rows_float(x.data<float>(), out.data<float>(), x.size() / (x.shape()[h] * x.shape()[w]), x.shape()[h],
+                        x.shape()[w], out_shape[h], out_shape[w], th, tw, nearest, ctx.thread_pool());
+      return Status::ok();
+    }
+  }
   // Resizes every axis in working type W, starting from `current` (of type W).
   auto resize_all = [&](auto working, Tensor current) -> Tensor {
     using W = typename decltype(working)::type;
@@ -283,9 +367,7 @@ Status run_resize(KernelContext& ctx, const ResizeOptions& o, const Tensor& x, s
     for (int64_t a : axes) {
       const size_t au = static_cast<size_t>(a);
       const int64_t in = current.shape()[au], target = out_shape[au];
-      if (in == target && std::fabs(scale[au] - 1.0) < 1e-9 && (!crop || (roi_start[au] == 0 && roi_end[au] == 1))) {
-        continue;
-      }
+      if (unchanged(au)) continue;
       AxisTable table = build_table(o, in, target, scale[au], roi_start[au], roi_end[au]);
       Shape next_shape = current.shape();
       next_shape[au] = target;
