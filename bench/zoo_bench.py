@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # openvino_bench.compile_openvino
 ROOT = HERE.parent
 ENGINES = ("onnxruntime", "openvino", "onyx")
 # Models whose outputs are long sums (logits over thousands of terms): the
@@ -68,15 +69,9 @@ def make_session(engine: str, model: str, threads: int):
         sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
         return lambda feeds: sess.run(None, feeds)
     if engine == "openvino":
-        import openvino
+        from openvino_bench import compile_openvino
 
-        core = openvino.Core()
-        compiled = core.compile_model(
-            core.read_model(model),
-            "CPU",
-            {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads},
-        )
-        request = compiled.create_infer_request()
+        compiled, request = compile_openvino(model, threads)
         names = [o.get_any_name() for o in compiled.outputs]
 
         def run(feeds):
