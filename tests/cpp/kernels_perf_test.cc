@@ -160,6 +160,20 @@ TEST(ConvFastPaths, PhasePlanesMatchReference) {
   }
 }
 
+// One to four output positions per image: a GEMV per position (a streaming
+// model's Conv1d over three frames, a stride that leaves a 2x2 output), with
+// groups, padding, batch 2, and FusedConv's activation and residual.
+TEST(ConvFastPaths, FewOutputPositionsMatchReference) {
+  for (int threads : {1, 2}) {
+    check_conv({1, 129, 128, 1, 3, 1, 3}, threads);                             // 1 position
+    check_conv({1, 1, 258, 1, 576, 1, 256, 1, 1, 128}, threads);                // 3 positions, stride 128
+    check_conv({2, 6, 8, 4, 4, 3, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0}, threads);      // 2x2, grouped, padded
+    check_conv({1, 64, 70, 1, 2, 1, 3, 1, 1, 1, 1, 1, 0, 1, 0, 1}, threads);    // 2 positions, padded
+  }
+  for (const char* activation : {"Relu", "Clip"})
+    for (bool residual : {false, true}) check_conv({2, 6, 8, 4, 4, 3, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0}, 2, true, activation, residual);
+}
+
 TEST(ConvFastPaths, WinogradMatchesReference) {
   for (int threads : {1, 2}) {
     check_conv({1, 16, 16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, threads);

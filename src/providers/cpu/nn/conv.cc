@@ -334,6 +334,35 @@ void apply_residual_and_activation(float* y, const float* residual, int64_t n, c
   });
 }
 
+// Output positions per image below which a convolution is a GEMV per
+// position: the packed kernels compute whole tiles of 16 (AVX2) or 32
+// (AVX-512) columns, so one to four columns (a Conv1d over a streaming
+// model's few frames) would waste most of each tile.
+constexpr int64_t kFewColumns = 4;
+
+// Y = conv(X, W) + B for 1-D and 2-D windows with at most kFewColumns output
+// positions: each position's patch (one column of im2col) times each output
+// channel's row of W, a dot product per output (sgemm's GEMV path, M = 1).
+void convolve_few_columns(const float* x, const float* weights, const float* bias, float* y, int64_t batch,
+                          int64_t in_channels, int64_t out_channels, int64_t group, const Window& w, ThreadPool* pool) {
+  const int64_t cg = in_channels / group, mg = out_channels / group;
+  const int64_t in_size = w.input_size(), out_size = w.output_size(), kg = cg * w.kernel_size();
+  std::vector<float> patches(static_cast<size_t>(kg * out_size)), column(static_cast<size_t>(kg)),
+      dots(static_cast<size_t>(mg));
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t g = 0; g < group; ++g) {
+      im2col_columns(x + (n * in_channels + g * cg) * in_size, cg, w, 0, out_size, patches.data());
+      float* yg = y + (n * out_channels + g * mg) * out_size;
+      for (int64_t j = 0; j < out_size; ++j) {
+        for (int64_t k = 0; k < kg; ++k) column[static_cast<size_t>(k)] = patches[static_cast<size_t>(k * out_size + j)];
+        sgemm(false, true, 1, mg, kg, 1.0f, column.data(), kg, weights + g * mg * kg, kg, 0.0f, dots.data(), mg, pool);
+        for (int64_t m = 0; m < mg; ++m) {
+          yg[m * out_size + j] = dots[static_cast<size_t>(m)] + (bias != nullptr ? bias[g * mg + m] : 0.0f);
+        }
+      }
+    }
+}
+
 // Y = conv(X, W) + B in float, then + residual and the activation when given
 // (FusedConv). `packed` holds W packed per group (from the
 // kernel's creation) or is null, and W is packed here.
@@ -348,6 +377,13 @@ void convolve_float(const float* x, const float* weights, const std::vector<Pack
   const int64_t kg = cg * w.kernel_size();
   if (w.rank() == 2 && cg == 1 && mg == 1) {
     nn::depthwise_conv2d(x, weights, bias, y, batch, in_channels, w, pool);
+    if (residual != nullptr || activation.active()) {
+      apply_residual_and_activation(y, residual, batch * out_channels * out_size, activation, pool);
+    }
+    return;
+  }
+  if (out_size <= kFewColumns && w.rank() <= 2) {
+    convolve_few_columns(x, weights, bias, y, batch, in_channels, out_channels, group, w, pool);
     if (residual != nullptr || activation.active()) {
       apply_residual_and_activation(y, residual, batch * out_channels * out_size, activation, pool);
     }
