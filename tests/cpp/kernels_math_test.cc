@@ -306,6 +306,29 @@ TEST(MathBinary, PowMixedTypes) {
   check_binary<double, double, double>("Pow", 7, {2, 3}, {3}, [](double x, double y) { return std::pow(x, y); });
 }
 
+// Pow(x, 2) with a one-element float exponent is x * x: the same values as
+// pow, infinities, NaN, signed zeros, overflow and underflow included. An
+// exponent of shape [1, 1, 1] broadcasts X up a rank and keeps the general path.
+TEST(MathBinary, PowSquareFastPath) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {0.0f, -0.0f, 1.5f, -3.25f, 1e20f, -1e-30f, 1e-40f, inf, -inf,
+                                std::numeric_limits<float>::quiet_NaN(), 7.0f, -0.1f};
+  for (const Shape& exponent_shape : {Shape{}, Shape{1}, Shape{1, 1, 1}}) {
+    auto run = run_kernel("Pow", 15, {Tensor::from_vector<float>(x, {3, 4}), Tensor::from_vector<float>({2.0f}, exponent_shape)});
+    ASSERT_TRUE(run.status.is_ok()) << run.status.message();
+    const Tensor& z = run.outputs[0].tensor();
+    ASSERT_EQ(z.shape(), exponent_shape.size() == 3 ? (Shape{1, 3, 4}) : (Shape{3, 4}));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float want = std::pow(x[i], 2.0f);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(z.data<float>()[i])) << i;
+      } else {
+        EXPECT_EQ(z.data<float>()[i], want) << "x = " << x[i];
+      }
+    }
+  }
+}
+
 TEST(MathBinary, BitShift) {
   auto x = Tensor::from_vector<uint8_t>({16, 4, 1, 255}, {4});
   auto y = Tensor::from_vector<uint8_t>({1, 2, 9, 4}, {4});

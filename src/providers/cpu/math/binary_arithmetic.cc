@@ -186,6 +186,18 @@ class PowKernel final : public Kernel {
     ONYX_ASSIGN_OR_RETURN(const Tensor* y, math::required_input(ctx, 1, "Y"));
     if (same_types_) ONYX_RETURN_IF_ERROR(math::check_same_dtype(ctx, *x, "X", *y, "Y"));
     ONYX_ASSIGN_OR_RETURN(BroadcastPlan plan, legacy_.plan(ctx.label(), x->shape(), y->shape()));
+    if (x->dtype() == DataType::kFloat && y->dtype() == DataType::kFloat && y->size() == 1 &&
+        plan.output_shape() == x->shape() && y->data<float>()[0] == 2.0f) {
+      // Pow(x, 2), the square of decomposed LayerNorm, RMSNorm and magnitude
+      // computations: x * x is exactly pow(x, 2) (infinities and NaN too).
+      Tensor& z = ctx.allocate_output(0, DataType::kFloat, x->shape());
+      const float* xv = x->data<float>();
+      float* zv = z.data<float>();
+      parallel_for(ctx.thread_pool(), x->size(), 1.0, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) zv[i] = xv[i] * xv[i];
+      });
+      return Status::ok();
+    }
     return math::with_label(ctx.label(), dispatch_pow_base(x->dtype(), [&](auto base_tag) -> Status {
       using T = typename decltype(base_tag)::type;
       return dispatch_numeric(y->dtype(), [&](auto exponent_tag) -> Status {

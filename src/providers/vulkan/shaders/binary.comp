@@ -18,7 +18,8 @@ layout(push_constant) uniform Params {
 } p;
 
 float power(float x, float e) {
-  if (e == 0.0) return 1.0;
+  if (e == 0.0 || x == 1.0) return 1.0;  // as C's pow, even for a NaN operand
+  if (isnan(x) || isnan(e)) return x + e;  // GLSL's pow leaves NaN undefined (lavapipe gave 0)
   if (x == 0.0) return e > 0.0 ? 0.0 : kInfinity;
   if (x < 0.0) {
     // Defined only for whole exponents: the sign follows their parity.
