@@ -158,6 +158,17 @@ AxisTable build_table(const ResizeOptions& o, int64_t in, int64_t out, double sc
   return t;
 }
 
+// Nearest mode: the source index of output position `pos`, the last tap
+// whose weight is not 0 (the first tap when all are).
+int64_t nearest_source(const AxisTable& t, int64_t pos) {
+  const size_t first = static_cast<size_t>(pos * t.taps);
+  int64_t chosen = t.index[first];
+  for (size_t k = 0; k < static_cast<size_t>(t.taps); ++k) {
+    if (t.weight[first + k] != 0) chosen = t.index[first + k];
+  }
+  return chosen;
+}
+
 template <typename T>
 T from_double(double v) {
   if constexpr (std::is_integral_v<T>) {
@@ -188,11 +199,7 @@ void resize_axis(const T* src, T* dst, int64_t outer, int64_t in, int64_t out, i
       const int64_t* idx = &t.index[static_cast<size_t>(y * n)];
       const double* w = &t.weight[static_cast<size_t>(y * n)];
       if (nearest) {
-        int64_t chosen = idx[0];
-        for (int64_t k = 0; k < n; ++k) {
-          if (w[k] != 0) chosen = idx[k];
-        }
-        const T* s = src + (o * in + chosen) * inner;
+        const T* s = src + (o * in + nearest_source(t, y)) * inner;
         for (int64_t e = 0; e < inner; ++e) d[e] = s[e];
         continue;
       }
@@ -227,17 +234,10 @@ AxisTable identity_table(int64_t n) {
 // the last two axes (identity tables where an axis keeps its size).
 void resize_rows_float(const float* src, float* dst, int64_t planes, int64_t in_h, int64_t in_w, int64_t out_h,
                        int64_t out_w, const AxisTable& th, const AxisTable& tw, bool nearest, ThreadPool* pool) {
-  auto chosen = [](const AxisTable& t, int64_t pos) {  // nearest: the tap whose weight is not 0
-    int64_t c = t.index[static_cast<size_t>(pos * t.taps)];
-    for (int64_t k = 0; k < t.taps; ++k) {
-      if (t.weight[static_cast<size_t>(pos * t.taps + k)] != 0) c = t.index[static_cast<size_t>(pos * t.taps + k)];
-    }
-    return c;
-  };
   std::vector<int64_t> col_index;
   std::vector<float> col_weight(tw.weight.begin(), tw.weight.end()), row_weight(th.weight.begin(), th.weight.end());
   if (nearest) {
-    for (int64_t x = 0; x < out_w; ++x) col_index.push_back(chosen(tw, x));
+    for (int64_t x = 0; x < out_w; ++x) col_index.push_back(nearest_source(tw, x));
   }
   const int64_t ny = th.taps, nx = tw.taps;
   parallel_for(pool, planes * out_h, static_cast<double>(out_w * (nx + ny)), [&](int64_t begin, int64_t end) {
@@ -247,7 +247,7 @@ void resize_rows_float(const float* src, float* dst, int64_t planes, int64_t in_
       const float* in = src + plane * in_h * in_w;
       float* d = dst + r * out_w;
       if (nearest) {
-        const float* s = in + chosen(th, y) * in_w;
+        const float* s = in + nearest_source(th, y) * in_w;
         for (int64_t x = 0; x < out_w; ++x) d[x] = s[col_index[static_cast<size_t>(x)]];
         continue;
       }
