@@ -354,25 +354,30 @@ Result<std::vector<PassStatistics>> optimize_graph(graph::Graph& graph, const Op
   return run_passes(graph, levels, options);
 }
 
-Result<std::vector<PassStatistics>> run_passes(graph::Graph& graph, std::vector<PassList>& levels,
-                                               const OptimizerOptions& options) {
-  std::vector<PassStatistics> all_stats;
-  if (levels.empty()) return all_stats;
+namespace {
 
-  graph::InferenceOptions inference;
-  inference.error_on_mismatch = false;
-  inference.initializers_in_inputs_are_constant = options.initializers_in_inputs_are_constant;
-  inference.external = options.external_inference;
+// Per-pass statistics, one entry per pass in the order they first ran.
+class StatsTable {
+ public:
+  PassStatistics& operator[](const std::string& name) {
+    auto it = index_.find(name);
+    if (it != index_.end()) return all_[it->second];
+    index_[name] = all_.size();
+    all_.push_back(PassStatistics{name});
+    return all_.back();
+  }
+  std::vector<PassStatistics> take() { return std::move(all_); }
 
-  std::unordered_map<std::string, size_t> stat_index;
-  auto stats_for = [&](const std::string& name) -> PassStatistics& {
-    auto it = stat_index.find(name);
-    if (it != stat_index.end()) return all_stats[it->second];
-    stat_index[name] = all_stats.size();
-    all_stats.push_back(PassStatistics{name});
-    return all_stats.back();
-  };
+ private:
+  std::unordered_map<std::string, size_t> index_;
+  std::vector<PassStatistics> all_;
+};
 
+// Runs each level's passes on `graph` itself (not its subgraphs) to a fixed
+// point. True when anything changed.
+Result<bool> run_levels(graph::Graph& graph, std::vector<PassList>& levels, const OptimizerOptions& options,
+                        const graph::InferenceOptions& inference, StatsTable& all_stats) {
+  bool any_changed = false;
   for (auto& passes : levels) {
     for (int round = 0; round < kMaxRoundsPerLevel; ++round) {
       bool round_changed = false;
@@ -383,7 +388,7 @@ Result<std::vector<PassStatistics>> run_passes(graph::Graph& graph, std::vector<
           continue;
         }
         const auto start = std::chrono::steady_clock::now();
-        PassStatistics& stats = stats_for(name);
+        PassStatistics& stats = all_stats[name];
         for (int sweep = 0; sweep < kMaxSweepsPerPass; ++sweep) {
           bool changed = false;
           {
@@ -421,9 +426,55 @@ Result<std::vector<PassStatistics>> run_passes(graph::Graph& graph, std::vector<
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       }
       if (!round_changed) break;
+      any_changed = true;
     }
   }
-  return all_stats;
+  return any_changed;
+}
+
+// The same passes in every If branch and Loop/Scan body, outer graphs first.
+// Exporters write a body's constants as Constant nodes and its shape
+// arithmetic as node chains, which would otherwise run on every call (a
+// streaming model's If runs its whole network). A body's passes see only its
+// own constants: the values it reads from enclosing graphs stay unknown, and
+// those it shares with bodies nested in it stay pinned (PassContext).
+Result<bool> run_levels_in_subgraphs(graph::Graph& graph, std::vector<PassList>& levels,
+                                     const OptimizerOptions& options, const graph::InferenceOptions& inference,
+                                     StatsTable& stats) {
+  bool changed = false;
+  for (graph::Node& node : graph.nodes) {
+    for (auto& [name, attr] : node.attributes) {
+      std::vector<graph::Graph*> bodies;
+      if (attr.g) bodies.push_back(attr.g.get());
+      for (auto& g : attr.graphs) bodies.push_back(g.get());
+      for (graph::Graph* body : bodies) {
+        ONYX_ASSIGN_OR_RETURN(bool here, run_levels(*body, levels, options, inference, stats));
+        ONYX_ASSIGN_OR_RETURN(bool inner, run_levels_in_subgraphs(*body, levels, options, inference, stats));
+        changed = changed || here || inner;
+      }
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
+Result<std::vector<PassStatistics>> run_passes(graph::Graph& graph, std::vector<PassList>& levels,
+                                               const OptimizerOptions& options) {
+  if (levels.empty()) return std::vector<PassStatistics>{};
+
+  graph::InferenceOptions inference;
+  inference.error_on_mismatch = false;
+  inference.initializers_in_inputs_are_constant = options.initializers_in_inputs_are_constant;
+  inference.external = options.external_inference;
+
+  StatsTable stats;
+  ONYX_RETURN_IF_ERROR(run_levels(graph, levels, options, inference, stats).status());
+  ONYX_ASSIGN_OR_RETURN(bool bodies_changed, run_levels_in_subgraphs(graph, levels, options, inference, stats));
+  // A body's own inference above knew nothing of its enclosing graphs; the
+  // whole model's gives its values their full types and shapes again.
+  if (bodies_changed) ONYX_RETURN_IF_ERROR(graph::infer_shapes(graph, inference));
+  return stats.take();
 }
 
 }  // namespace onyx::optimizer

@@ -123,6 +123,89 @@ TEST(OptimizerConstantFolding, NeverFoldsRandomOps) {
   EXPECT_EQ(count_ops(**model, "RandomUniform"), 1);
 }
 
+// If branches and Loop bodies get the same passes: their Constant nodes and
+// constant chains fold once instead of running on every call. A body's reads
+// of the enclosing graph's values ("bias" below) stay reads.
+TEST(OptimizerConstantFolding, FoldsInsideIfBranchesAndLoopBodies) {
+  auto graph_attr = [](const std::string& name, std::shared_ptr<model::GraphProto> g) {
+    model::AttributeProto a;
+    a.name = name;
+    a.type = model::AttributeProto::GRAPH;
+    a.g = std::move(g);
+    return a;
+  };
+  auto node = [](const std::string& op, std::vector<std::string> in, std::vector<std::string> out) {
+    model::NodeProto n;
+    n.op_type = op;
+    n.input = std::move(in);
+    n.output = std::move(out);
+    return n;
+  };
+  // out = x * -(c + c) + bias, with c a Constant node of the body.
+  auto body = [&](const std::string& name, float scale, std::vector<std::string> inputs) {
+    auto g = std::make_shared<model::GraphProto>();
+    g->name = name;
+    const std::string p = name + "_";
+    model::NodeProto c = node("Constant", {}, {p + "c"});
+    model::AttributeProto value;
+    value.name = "value";
+    value.type = model::AttributeProto::TENSOR;
+    value.t = std::make_shared<model::TensorProto>();
+    value.t->data_type = 1;
+    value.t->dims = {3};
+    value.t->float_data = {scale, 2 * scale, 3 * scale};
+    c.attribute.push_back(value);
+    g->node.push_back(c);
+    g->node.push_back(node("Add", {p + "c", p + "c"}, {p + "cc"}));
+    g->node.push_back(node("Neg", {p + "cc"}, {p + "n"}));
+    g->node.push_back(node("Mul", {"x", p + "n"}, {p + "m"}));
+    g->node.push_back(node("Add", {p + "m", "bias"}, {p + "out"}));
+    for (const std::string& in : inputs) {
+      model::ValueInfoProto v;
+      v.name = in;
+      g->input.push_back(v);
+    }
+    model::ValueInfoProto out;
+    out.name = p + "out";
+    g->output.push_back(out);
+    return g;
+  };
+  ModelBuilder b(17);
+  b.input("cond", {}, 9).input("x", {2, 3}).initializer("bias", {3}, random_values(3, 5));
+  b.node("If", {"cond"}, {"y"}, "if");
+  b.proto().graph->node.back().attribute = {graph_attr("then_branch", body("then", 1.5f, {})),
+                                            graph_attr("else_branch", body("else", -0.5f, {}))};
+  // A Loop of two iterations whose body (iteration, condition) passes the
+  // condition through and writes its product as a scan output.
+  int64_initializer(b, "trips", {}, {2});
+  auto loop_body = body("loop", 0.25f, {"i", "keep_going"});
+  loop_body->node.push_back(node("Identity", {"keep_going"}, {"still"}));
+  model::ValueInfoProto still;
+  still.name = "still";
+  loop_body->output.insert(loop_body->output.begin(), still);
+  b.node("Loop", {"trips", "cond"}, {"z"}, "loop");
+  b.proto().graph->node.back().attribute = {graph_attr("body", loop_body)};
+  b.output("y").output("z");
+  for (bool cond : {true, false}) {
+    auto r = optimize_and_compare(b, {Value(Tensor::scalar<bool>(cond)), random_tensor({2, 3}, 6)},
+                                  GraphOptimizationLevel::kEnableBasic);
+    ASSERT_TRUE(r.after);
+    for (const graph::Node& n : r.after->nodes) {
+      for (const auto& [name, a] : n.attributes) {
+        if (!a.g) continue;
+        // Mul by the folded constant, then Add of the enclosing graph's bias
+        // (and the Loop body's Identity of its condition).
+        std::vector<std::string> ops;
+        for (const graph::Node& inner : a.g->nodes) ops.push_back(inner.op_type);
+        const std::vector<std::string> want =
+            n.op_type == "Loop" ? std::vector<std::string>{"Mul", "Add", "Identity"} : std::vector<std::string>{"Mul", "Add"};
+        EXPECT_EQ(ops, want) << n.op_type << " " << name;
+        EXPECT_EQ(a.g->initializers.size(), 1u) << name;
+      }
+    }
+  }
+}
+
 // ---- dead code, no-ops, CSE ------------------------------------------------
 
 TEST(OptimizerElimination, RemovesDeadNodesAndUnusedInitializers) {
