@@ -169,6 +169,9 @@ TEST(ConvFastPaths, FewOutputPositionsMatchReference) {
     check_conv({1, 1, 258, 1, 576, 1, 256, 1, 1, 128}, threads);                // 3 positions, stride 128
     check_conv({2, 6, 8, 4, 4, 3, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0}, threads);      // 2x2, grouped, padded
     check_conv({1, 64, 70, 1, 2, 1, 3, 1, 1, 1, 1, 1, 0, 1, 0, 1}, threads);    // 2 positions, padded
+    check_conv({1, 5, 7, 7, 7, 3, 3, 1, 4, 4, 2, 2, 1, 1, 1, 1}, threads);      // 2x2, dilated, padded
+    check_conv({1, 3, 4, 1, 9, 1, 4, 1, 1, 3, 1, 3, 0, 2, 0, 1}, threads);      // dilated taps in the padding
+    check_conv({1, 200, 150, 1, 3, 1, 3}, threads);                             // two 64-row tasks and a rest
   }
   for (const char* activation : {"Relu", "Clip"})
     for (bool residual : {false, true}) check_conv({2, 6, 8, 4, 4, 3, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0}, 2, true, activation, residual);

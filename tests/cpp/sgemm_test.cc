@@ -143,6 +143,37 @@ TEST_P(SgemmSweep, ZeroAlphaOrEmptyKScalesC) {
   for (float v : c) EXPECT_EQ(v, 0.0f);
 }
 
+// sgemm_dots: rows of A against 1 to 9 vectors (groups of four, then the
+// rest), K on both sides of the eight-lane loads, row counts around the
+// kernels' 8/4/2-row blocks and the 64-row tasks, with and without a bias,
+// leading dimensions wider than K, and threads.
+TEST_P(SgemmSweep, DotsMatchReferenceLoop) {
+  const SgemmIsa isa = GetParam();
+  ThreadPool pool(2);
+  uint32_t seed = 40;
+  for (int64_t M : {1, 3, 8, 9, 67, 130})
+    for (int64_t K : {0, 1, 7, 8, 13, 387})
+      for (int64_t cols : {1, 2, 3, 4, 5, 9})
+        for (bool with_bias : {false, true}) {
+          const int64_t lda = K + 3, ldx = K + 1, ldy = cols + 2;
+          const auto a = random_floats(static_cast<size_t>(M * lda), ++seed);
+          const auto x = random_floats(static_cast<size_t>(cols * ldx), ++seed);
+          const auto bias = random_floats(static_cast<size_t>(M), ++seed);
+          std::vector<float> y(static_cast<size_t>(M * ldy), NAN);
+          cpu::sgemm_dots(M, K, a.data(), lda, x.data(), ldx, cols, with_bias ? bias.data() : nullptr, y.data(), ldy,
+                          M > 64 ? &pool : nullptr, isa);
+          for (int64_t i = 0; i < M; ++i) {
+            for (int64_t j = 0; j < cols; ++j) {
+              double want = with_bias ? bias[static_cast<size_t>(i)] : 0.0;
+              for (int64_t p = 0; p < K; ++p) want += double(a[i * lda + p]) * x[j * ldx + p];
+              ASSERT_NEAR(y[i * ldy + j], want, 1e-5 * (1 + std::sqrt(double(K))))
+                  << "M=" << M << " K=" << K << " cols=" << cols << " at " << i << "," << j;
+            }
+            for (int64_t j = cols; j < ldy; ++j) ASSERT_TRUE(std::isnan(y[i * ldy + j])) << "wrote past column " << cols;
+          }
+        }
+}
+
 TEST(Sgemm, PackedOperandRemembersItsKernel) {
   for (SgemmIsa isa : cpu::available_sgemm_isas()) {
     const auto packed = cpu::pack_b(false, 3, 5, random_floats(15, 1).data(), 5, isa);

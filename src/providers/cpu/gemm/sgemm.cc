@@ -262,25 +262,17 @@ void apply_epilogue(float* c, int64_t ldc, int64_t m, int64_t n, int64_t row0, i
   }
 }
 
+// The dots kernel for `isa`: its own, else the AVX2 one (AVX-512 has none).
+gemm_detail::DotsKernel dots_for(SgemmIsa isa) {
+  const SgemmKernel& kern = kernel_for(isa);
+  if (kern.dots != nullptr) return kern.dots;
+  if (cpu_supports(SgemmIsa::kAvx2)) return gemm_detail::avx2_kernel()->dots;
+  return gemm_detail::portable_kernel()->dots;
+}
+
 // y[j] = alpha * sum_k x[k] * Mat(k, j) + beta * y[j*incy] for j < n, with
 // Mat(k, j) = trans_mat ? mat[j*ld + k] : mat[k*ld + j]. Used when M or N is 1
 // and the matrix is not packed, where packing would only add traffic.
-ONYX_TARGET_CLONES
-void gemv_rows(const float* mat, int64_t ld, const float* xv, int64_t k, int64_t j_begin, int64_t j_end, float* out) {
-  // Mat(k, j) = mat[j*ld + k]: a dot product per output.
-  for (int64_t j = j_begin; j < j_end; ++j) {
-    const float* row = mat + j * ld;
-    float partial[16] = {};
-    int64_t p = 0;
-    for (; p + 16 <= k; p += 16)
-      for (int q = 0; q < 16; ++q) partial[q] += row[p + q] * xv[p + q];
-    float sum = 0.0f;
-    for (; p < k; ++p) sum += row[p] * xv[p];
-    for (float v : partial) sum += v;
-    out[j - j_begin] = sum;
-  }
-}
-
 ONYX_TARGET_CLONES
 void gemv_columns(const float* mat, int64_t ld, const float* xv, int64_t k, int64_t j0, int64_t width, float* acc) {
   // Mat(k, j) = mat[k*ld + j]: rows of the matrix scaled and summed.
@@ -297,6 +289,7 @@ void gemv(bool trans_mat, int64_t n, int64_t k, float alpha, const float* mat, i
   std::vector<float> xs(static_cast<size_t>(k));
   for (int64_t p = 0; p < k; ++p) xs[static_cast<size_t>(p)] = alpha * x[p * incx];
   const float* xv = xs.data();
+  const gemm_detail::DotsKernel dots = dots_for(SgemmIsa::kAuto);
   constexpr int64_t kChunk = 256;
   const int64_t chunks = ceil_div(n, kChunk);
   parallel_for(pool, chunks, 2.0 * static_cast<double>(k * kChunk), [&](int64_t begin, int64_t end) {
@@ -305,7 +298,8 @@ void gemv(bool trans_mat, int64_t n, int64_t k, float alpha, const float* mat, i
       const int64_t j0 = chunk * kChunk;
       const int64_t width = std::min(kChunk, n - j0);
       if (trans_mat) {
-        gemv_rows(mat, ld, xv, k, j0, j0 + width, acc);
+        // Mat(k, j) = mat[j*ld + k]: a dot product per output.
+        dots(width, k, mat + j0 * ld, ld, xv, k, 1, nullptr, acc, 1);
       } else {
         gemv_columns(mat, ld, xv, k, j0, width, acc);
       }
@@ -561,6 +555,21 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   }
   Operand a{nullptr, A, lda, trans_a}, b{nullptr, B, ldb, trans_b};
   run_gemm(kernel_for(isa), M, N, K, alpha, a, b, beta, C, ldc, ep, pool);
+}
+
+void sgemm_dots(int64_t M, int64_t K, const float* A, int64_t lda, const float* X, int64_t ldx, int64_t cols,
+                const float* bias, float* Y, int64_t ldy, ThreadPool* pool, SgemmIsa isa) {
+  if (M <= 0 || cols <= 0) return;
+  const gemm_detail::DotsKernel dots = dots_for(isa);
+  constexpr int64_t kRowsPerTask = 64;
+  const int64_t tasks = ceil_div(M, kRowsPerTask);
+  parallel_for(pool, tasks, 2.0 * static_cast<double>(K * cols * kRowsPerTask), [&](int64_t begin, int64_t end) {
+    const int64_t i0 = begin * kRowsPerTask, i1 = std::min(M, end * kRowsPerTask);
+    for (int64_t j = 0; j < cols; j += gemm_detail::kMaxDotColumns) {
+      dots(i1 - i0, K, A + i0 * lda, lda, X + j * ldx, ldx, std::min(gemm_detail::kMaxDotColumns, cols - j),
+           bias != nullptr ? bias + i0 : nullptr, Y + i0 * ldy + j, ldy);
+    }
+  });
 }
 
 void sgemm_packed_a(const PackedMatrix& A, bool trans_b, int64_t N, float alpha, const float* B, int64_t ldb,

@@ -91,6 +91,14 @@ void sgemm_packed_a(const PackedMatrix& A, bool trans_b, int64_t N, float alpha,
 void sgemm_packed_b(bool trans_a, int64_t M, float alpha, const float* A, int64_t lda, const PackedMatrix& B,
                     float beta, float* C, int64_t ldc, ThreadPool* pool, const GemmEpilogue& epilogue = {});
 
+// Y[i * ldy + j] = sum_p A[i * lda + p] * X[j * ldx + p] (+ bias[i] when not
+// null) for i < M, j < cols: each row of a row-major A against `cols` vectors,
+// A read once per four of them. For a few vectors (a convolution with a few
+// output positions), where tiles of 16 or 32 columns would waste most of
+// their work and packing A would cost more than the product.
+void sgemm_dots(int64_t M, int64_t K, const float* A, int64_t lda, const float* X, int64_t ldx, int64_t cols,
+                const float* bias, float* Y, int64_t ldy, ThreadPool* pool, SgemmIsa isa = SgemmIsa::kAuto);
+
 // The tile of A's microkernel: rows of an MR panel and columns of an NR panel.
 int64_t sgemm_tile_rows(const PackedMatrix& A);
 int64_t sgemm_tile_cols(const PackedMatrix& A);

@@ -161,12 +161,92 @@ ONYX_AVX2 void row_6x16(int64_t k, const float* x, const float* b, float* y, int
   _mm256_maskstore_ps(y + 8, m1, v1);
 }
 
+// Lane i of the mask is set when i < n (the last, partial eight of a row).
+ONYX_AVX2 inline __m256i lanes_below(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+ONYX_AVX2 inline float sum_lanes(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// R rows of A against C vectors: R x C eight-wide sums (at most 8, so with
+// the C vector loads and one row load they fit the 16 registers), the last
+// partial eight through masked loads.
+template <int R, int C>
+ONYX_AVX2 void dots_block(int64_t k, const float* a, int64_t lda, const float* x, int64_t ldx, const float* bias,
+                          float* y, int64_t ldy) {
+  __m256 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  int64_t p = 0;
+  for (; p + 8 <= k; p += 8) {
+    __m256 xv[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) xv[c] = _mm256_loadu_ps(x + c * ldx + p);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_loadu_ps(a + r * lda + p);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(av, xv[c], acc[r][c]);
+    }
+  }
+  if (p < k) {
+    const __m256i mask = lanes_below(k - p);
+    __m256 xv[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) xv[c] = _mm256_maskload_ps(x + c * ldx + p, mask);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_maskload_ps(a + r * lda + p, mask);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(av, xv[c], acc[r][c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const float b = bias != nullptr ? bias[r] : 0.0f;
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) y[r * ldy + c] = sum_lanes(acc[r][c]) + b;
+  }
+}
+
+template <int R, int C>
+ONYX_AVX2 void dots_rows(int64_t m, int64_t k, const float* a, int64_t lda, const float* x, int64_t ldx,
+                         const float* bias, float* y, int64_t ldy) {
+  int64_t i = 0;
+  for (; i + R <= m; i += R) {
+    dots_block<R, C>(k, a + i * lda, lda, x, ldx, bias != nullptr ? bias + i : nullptr, y + i * ldy, ldy);
+  }
+  for (; i < m; ++i) {
+    dots_block<1, C>(k, a + i * lda, lda, x, ldx, bias != nullptr ? bias + i : nullptr, y + i * ldy, ldy);
+  }
+}
+
+// Eight sums in flight whatever the column count: 8 rows of one vector, 4 of
+// two, 2 of three or four.
+ONYX_AVX2 void dots_8(int64_t m, int64_t k, const float* a, int64_t lda, const float* x, int64_t ldx, int64_t cols,
+                      const float* bias, float* y, int64_t ldy) {
+  switch (cols) {
+    case 1: dots_rows<8, 1>(m, k, a, lda, x, ldx, bias, y, ldy); break;
+    case 2: dots_rows<4, 2>(m, k, a, lda, x, ldx, bias, y, ldy); break;
+    case 3: dots_rows<2, 3>(m, k, a, lda, x, ldx, bias, y, ldy); break;
+    default: dots_rows<2, 4>(m, k, a, lda, x, ldx, bias, y, ldy); break;
+  }
+}
+
 const SgemmKernel kAvx2 = {
     "avx2_6x16", kMR, kNR, /*kc=*/256, /*mc=*/144,
     {tile_6x16<1>, tile_6x16<2>, tile_6x16<3>, tile_6x16<4>, tile_6x16<5>, tile_6x16<6>},
     row_6x16,
     {indirect_6x16<1>, indirect_6x16<2>, indirect_6x16<3>, indirect_6x16<4>, indirect_6x16<5>, indirect_6x16<6>},
     {},  // no wide tiles
+    dots_8,
 };
 
 }  // namespace

@@ -38,6 +38,14 @@ using RowKernel = void (*)(int64_t k, const float* x, const float* b, float* y, 
 using IndirectKernel = void (*)(int64_t k, const float* a, const float* x, const int64_t* offsets, float* c,
                                 int64_t ldc, int64_t n, float alpha, float beta, const TileEpilogue* ep);
 
+// y[i * ldy + j] = sum_p a[i * lda + p] * x[j * ldx + p] (+ bias[i] when not
+// null) for i < m and j < cols (1..kMaxDotColumns): rows of a row-major A
+// against a few vectors at once, each row of A read once for all of them
+// (a GEMV on an unpacked matrix, a convolution with a few output positions).
+using DotsKernel = void (*)(int64_t m, int64_t k, const float* a, int64_t lda, const float* x, int64_t ldx,
+                            int64_t cols, const float* bias, float* y, int64_t ldy);
+constexpr int64_t kMaxDotColumns = 4;
+
 constexpr int kMaxMR = 16;
 
 struct SgemmKernel {
@@ -55,6 +63,8 @@ struct SgemmKernel {
   // kWideCols): with few rows the narrow tile spends more on B loads than on
   // FMAs. Null where the ISA has none.
   IndirectKernel indirect_wide[4];
+  // Null where the ISA has none (the driver uses the next narrower one's).
+  DotsKernel dots;
 };
 
 constexpr int64_t kWideRows = 4;

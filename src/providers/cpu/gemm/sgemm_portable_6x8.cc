@@ -126,6 +126,26 @@ void row_6x8(int64_t k, const float* x, const float* b, float* y, int64_t n, flo
   for (int64_t j = 0; j < n; ++j) y[j] = beta == 0.0f ? alpha * tile[j] : alpha * tile[j] + beta * y[j];
 }
 
+// Each row of A against each vector: a dot product in eight partial sums
+// (which the compiler may keep in vector registers), then the tail.
+void dots_portable(int64_t m, int64_t k, const float* a, int64_t lda, const float* x, int64_t ldx, int64_t cols,
+                   const float* bias, float* y, int64_t ldy) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float* row = a + i * lda;
+    for (int64_t j = 0; j < cols; ++j) {
+      const float* v = x + j * ldx;
+      float partial[8] = {};
+      int64_t p = 0;
+      for (; p + 8 <= k; p += 8)
+        for (int q = 0; q < 8; ++q) partial[q] += row[p + q] * v[p + q];
+      float sum = 0.0f;
+      for (; p < k; ++p) sum += row[p] * v[p];
+      for (float s : partial) sum += s;
+      y[i * ldy + j] = sum + (bias != nullptr ? bias[i] : 0.0f);
+    }
+  }
+}
+
 const SgemmKernel kPortable = {
     kMR == 6 ? "portable_6x8" : "portable_4x8", kMR, kNR, /*kc=*/256, /*mc=*/96,
 #if defined(__wasm__)
@@ -136,6 +156,7 @@ const SgemmKernel kPortable = {
     row_6x8,
     {},  // no indirect tiles: convolutions use im2col here
     {},
+    dots_portable,
 };
 
 }  // namespace

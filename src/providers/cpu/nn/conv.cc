@@ -340,26 +340,57 @@ void apply_residual_and_activation(float* y, const float* residual, int64_t n, c
 // model's few frames) would waste most of each tile.
 constexpr int64_t kFewColumns = 4;
 
+// Each output position's receptive field (its column of im2col) as a row of
+// `patches`: patches[j * kg + (c * kh_n + kh) * kw_n + kw], zero outside the
+// input, for the first `positions` output positions of a 1-D or 2-D window.
+void gather_patches(const float* x, int64_t channels, const Window& w, int64_t positions, float* patches) {
+  const size_t rank = w.rank();
+  const int64_t in_size = w.input_size(), kg = channels * w.kernel_size();
+  const int64_t ih_n = rank == 2 ? w.input[0] : 1, iw_n = w.input[rank - 1];
+  const int64_t ow_n = w.output[rank - 1];
+  const int64_t kh_n = rank == 2 ? w.kernel[0] : 1, kw_n = w.kernel[rank - 1];
+  const int64_t sh = rank == 2 ? w.strides[0] : 1, sw = w.strides[rank - 1];
+  const int64_t dh = rank == 2 ? w.dilations[0] : 1, dw = w.dilations[rank - 1];
+  const int64_t ph = rank == 2 ? w.pads[0] : 0, pw = w.pads[rank - 1];
+  for (int64_t j = 0; j < positions; ++j) {
+    const int64_t oh = j / ow_n, iw0 = (j % ow_n) * sw - pw;
+    // The kernel columns kw whose input column iw0 + kw * dw is inside [0, iw_n).
+    const int64_t kw_lo = iw0 >= 0 ? 0 : std::min(kw_n, (-iw0 + dw - 1) / dw);
+    const int64_t kw_hi = iw_n - iw0 <= 0 ? 0 : std::max(kw_lo, std::min(kw_n, (iw_n - iw0 + dw - 1) / dw));
+    float* dst = patches + j * kg;
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t kh = 0; kh < kh_n; ++kh, dst += kw_n) {
+        const int64_t ih = oh * sh - ph + kh * dh;
+        if (ih < 0 || ih >= ih_n) {
+          std::fill(dst, dst + kw_n, 0.0f);
+          continue;
+        }
+        const float* xrow = x + c * in_size + ih * iw_n + iw0;
+        std::fill(dst, dst + kw_lo, 0.0f);
+        if (dw == 1) {
+          std::memcpy(dst + kw_lo, xrow + kw_lo, static_cast<size_t>(kw_hi - kw_lo) * sizeof(float));
+        } else {
+          for (int64_t kw = kw_lo; kw < kw_hi; ++kw) dst[kw] = xrow[kw * dw];
+        }
+        std::fill(dst + kw_hi, dst + kw_n, 0.0f);
+      }
+    }
+  }
+}
+
 // Y = conv(X, W) + B for 1-D and 2-D windows with at most kFewColumns output
-// positions: each position's patch (one column of im2col) times each output
-// channel's row of W, a dot product per output (sgemm's GEMV path, M = 1).
+// positions: each output channel's row of W against every position's patch at
+// once (sgemm_dots), so W is read once per image and group.
 void convolve_few_columns(const float* x, const float* weights, const float* bias, float* y, int64_t batch,
                           int64_t in_channels, int64_t out_channels, int64_t group, const Window& w, ThreadPool* pool) {
   const int64_t cg = in_channels / group, mg = out_channels / group;
   const int64_t in_size = w.input_size(), out_size = w.output_size(), kg = cg * w.kernel_size();
-  std::vector<float> patches(static_cast<size_t>(kg * out_size)), column(static_cast<size_t>(kg)),
-      dots(static_cast<size_t>(mg));
+  std::vector<float> patches(static_cast<size_t>(kg * out_size));
   for (int64_t n = 0; n < batch; ++n)
     for (int64_t g = 0; g < group; ++g) {
-      im2col_columns(x + (n * in_channels + g * cg) * in_size, cg, w, 0, out_size, patches.data());
-      float* yg = y + (n * out_channels + g * mg) * out_size;
-      for (int64_t j = 0; j < out_size; ++j) {
-        for (int64_t k = 0; k < kg; ++k) column[static_cast<size_t>(k)] = patches[static_cast<size_t>(k * out_size + j)];
-        sgemm(false, true, 1, mg, kg, 1.0f, column.data(), kg, weights + g * mg * kg, kg, 0.0f, dots.data(), mg, pool);
-        for (int64_t m = 0; m < mg; ++m) {
-          yg[m * out_size + j] = dots[static_cast<size_t>(m)] + (bias != nullptr ? bias[g * mg + m] : 0.0f);
-        }
-      }
+      gather_patches(x + (n * in_channels + g * cg) * in_size, cg, w, out_size, patches.data());
+      sgemm_dots(mg, kg, weights + g * mg * kg, kg, patches.data(), kg, out_size,
+                 bias != nullptr ? bias + g * mg : nullptr, y + (n * out_channels + g * mg) * out_size, out_size, pool);
     }
 }
 
