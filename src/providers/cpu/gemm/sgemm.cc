@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -320,6 +321,18 @@ struct Operand {
   bool trans = false;
 };
 
+// Column panels up to which run_gemm reads a row-major A in place.
+constexpr int64_t kInPlaceAPanels = 8;
+
+// ONYX_SGEMM_PACK_A=1 packs A always (to test and time the packed path).
+bool in_place_a_allowed() {
+  static const bool allowed = [] {
+    const char* v = std::getenv("ONYX_SGEMM_PACK_A");
+    return v == nullptr || std::string(v) != "1";
+  }();
+  return allowed;
+}
+
 // C = alpha * op(A) op(B) + beta * C (then the epilogue) for M, N, K > 0.
 void run_gemm(const SgemmKernel& kern, int64_t M, int64_t N, int64_t K, float alpha, Operand a, Operand b, float beta,
               float* C, int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
@@ -348,6 +361,12 @@ void run_gemm(const SgemmKernel& kern, int64_t M, int64_t N, int64_t K, float al
     b.packed = whole_b->data();
   }
   const int64_t kc_max = std::min(kern.kc, K);
+  // A row-major A with few column panels is read in place: packing it costs
+  // a load and a scattered store per element, as much as the FMAs of the
+  // few panels that would read the packed copy (attention's scores times V,
+  // N = 32: 1.6x faster). With many panels the two ran alike.
+  const bool a_in_place = a.packed == nullptr && !a.trans && kern.strided_a[0] != nullptr &&
+                          n_panels <= kInPlaceAPanels && in_place_a_allowed();
   const int64_t max_rows = ceil_div(m_panels, row_tasks) * mr;
   const int64_t max_cols = ceil_div(n_panels, col_tasks) * nr;
   const bool epilogue = ep.active();
@@ -361,14 +380,16 @@ void run_gemm(const SgemmKernel& kern, int64_t M, int64_t N, int64_t K, float al
     if (i0 >= i1 || j0 >= j1) return;
     const int64_t mb = i1 - i0, nb = j1 - j0;
     std::unique_ptr<Scratch> a_block, b_block;
-    if (a.packed == nullptr) a_block = std::make_unique<Scratch>(Scratch::kBlockA, static_cast<size_t>(max_rows * kc_max));
+    if (a.packed == nullptr && !a_in_place) {
+      a_block = std::make_unique<Scratch>(Scratch::kBlockA, static_cast<size_t>(max_rows * kc_max));
+    }
     if (b.packed == nullptr) b_block = std::make_unique<Scratch>(Scratch::kBlockB, static_cast<size_t>(max_cols * kc_max));
     for (int64_t p0 = 0; p0 < K; p0 += kern.kc) {
       const int64_t kc = std::min(kern.kc, K - p0);
       const float* a_pan = nullptr;
       if (a.packed != nullptr) {
         a_pan = a.packed + p0 * m_pad + i0 * kc;
-      } else {
+      } else if (!a_in_place) {
         pack_a_block(kern, a.trans, a.data, a.ld, i0, mb, p0, kc, a_block->data());
         a_pan = a_block->data();
       }
@@ -389,8 +410,13 @@ void run_gemm(const SgemmKernel& kern, int64_t M, int64_t N, int64_t K, float al
           const int64_t m = std::min(mr, mb - ir);
           float* c = C + (i0 + ir) * ldc + j0 + jr;
           const gemm_detail::TileEpilogue tile_ep = tile_epilogue(ep, i0 + ir, j0 + jr);
-          kern.tile[m - 1](kc, a_pan + ir * kc, b_panel, c, ldc, n, alpha, tile_beta,
-                           last && epilogue ? &tile_ep : nullptr);
+          if (a_in_place) {
+            kern.strided_a[m - 1](kc, a.data + (i0 + ir) * a.ld + p0, a.ld, b_panel, c, ldc, n, alpha, tile_beta,
+                                  last && epilogue ? &tile_ep : nullptr);
+          } else {
+            kern.tile[m - 1](kc, a_pan + ir * kc, b_panel, c, ldc, n, alpha, tile_beta,
+                             last && epilogue ? &tile_ep : nullptr);
+          }
         }
       }
     }

@@ -22,6 +22,18 @@ ONYX_AVX2 inline void column_masks(int64_t n, __m256i& lo, __m256i& hi) {
   hi = _mm256_cmpgt_epi32(limit, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
 }
 
+// Where the tile finds A(i, p) of its MR rows: a packed panel (MR values per
+// k step) or the rows of a row-major A read in place.
+struct PackedA {
+  const float* a;
+  const float* at(int64_t p, int i) const { return a + p * kMR + i; }
+};
+struct StridedA {
+  const float* a;
+  int64_t lda;
+  const float* at(int64_t p, int i) const { return a + i * lda + p; }
+};
+
 // Where the tile finds row p of its B block: a packed panel (unit stride of
 // kNR) or rows of a padded image (one offset per k step, see IndirectKernel).
 struct PackedRows {
@@ -63,8 +75,8 @@ ONYX_AVX2 inline void finish_row(const TileEpilogue* ep, int i, __m256 cb0, __m2
   v1 = activate(_mm256_add_ps(v1, cb1), *ep);
 }
 
-template <int M, typename Rows>
-ONYX_AVX2 inline __attribute__((always_inline)) void tile_body(int64_t k, const float* a, Rows rows, float* c,
+template <int M, typename ARows, typename Rows>
+ONYX_AVX2 inline __attribute__((always_inline)) void tile_body(int64_t k, ARows a, Rows rows, float* c,
                                                                int64_t ldc, int64_t n, float alpha, float beta,
                                                                const TileEpilogue* ep) {
   __m256 acc0[M], acc1[M];
@@ -76,11 +88,10 @@ ONYX_AVX2 inline __attribute__((always_inline)) void tile_body(int64_t k, const 
     const __m256 b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
     for (int i = 0; i < M; ++i) {
-      const __m256 ai = _mm256_broadcast_ss(a + i);
+      const __m256 ai = _mm256_broadcast_ss(a.at(p, i));
       acc0[i] = _mm256_fmadd_ps(ai, b0, acc0[i]);
       acc1[i] = _mm256_fmadd_ps(ai, b1, acc1[i]);
     }
-    a += kMR;
   }
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
   __m256i m0, m1;
@@ -122,13 +133,19 @@ ONYX_AVX2 inline __attribute__((always_inline)) void tile_body(int64_t k, const 
 template <int M>
 ONYX_AVX2 void tile_6x16(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t n, float alpha,
                          float beta, const TileEpilogue* ep) {
-  tile_body<M>(k, a, PackedRows{b}, c, ldc, n, alpha, beta, ep);
+  tile_body<M>(k, PackedA{a}, PackedRows{b}, c, ldc, n, alpha, beta, ep);
+}
+
+template <int M>
+ONYX_AVX2 void strided_a_6x16(int64_t k, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
+                              int64_t n, float alpha, float beta, const TileEpilogue* ep) {
+  tile_body<M>(k, StridedA{a, lda}, PackedRows{b}, c, ldc, n, alpha, beta, ep);
 }
 
 template <int M>
 ONYX_AVX2 void indirect_6x16(int64_t k, const float* a, const float* x, const int64_t* offsets, float* c, int64_t ldc,
                              int64_t n, float alpha, float beta, const TileEpilogue* ep) {
-  tile_body<M>(k, a, IndirectRows{x, offsets}, c, ldc, n, alpha, beta, ep);
+  tile_body<M>(k, PackedA{a}, IndirectRows{x, offsets}, c, ldc, n, alpha, beta, ep);
 }
 
 // One row: two k steps per iteration so four independent accumulators hide
@@ -246,6 +263,8 @@ const SgemmKernel kAvx2 = {
     row_6x16,
     {indirect_6x16<1>, indirect_6x16<2>, indirect_6x16<3>, indirect_6x16<4>, indirect_6x16<5>, indirect_6x16<6>},
     {},  // no wide tiles
+    {strided_a_6x16<1>, strided_a_6x16<2>, strided_a_6x16<3>, strided_a_6x16<4>, strided_a_6x16<5>,
+     strided_a_6x16<6>},
     dots_8,
 };
 

@@ -195,6 +195,7 @@ const SgemmKernel kAvx512 = {
      indirect_12x32<6>, indirect_12x32<7>, indirect_12x32<8>, indirect_12x32<9>, indirect_12x32<10>,
      indirect_12x32<11>, indirect_12x32<12>},
     {indirect_wide_4x96<1>, indirect_wide_4x96<2>, indirect_wide_4x96<3>, indirect_wide_4x96<4>},
+    {},  // A is always packed
     // No 16-wide dots: they stream A from memory, where the AVX2 ones (every
     // AVX-512 CPU has AVX2) keep up already.
     nullptr,

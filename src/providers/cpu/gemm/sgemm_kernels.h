@@ -38,6 +38,12 @@ using RowKernel = void (*)(int64_t k, const float* x, const float* b, float* y, 
 using IndirectKernel = void (*)(int64_t k, const float* a, const float* x, const int64_t* offsets, float* c,
                                 int64_t ldc, int64_t n, float alpha, float beta, const TileEpilogue* ep);
 
+// The tile with A read in place from a row-major matrix, A(i, p) =
+// a[i * lda + p], and B a packed panel: for products with few columns, where
+// packing A would cost as much as the product.
+using StridedAKernel = void (*)(int64_t k, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
+                                int64_t n, float alpha, float beta, const TileEpilogue* ep);
+
 // y[i * ldy + j] = sum_p a[i * lda + p] * x[j * ldx + p] (+ bias[i] when not
 // null) for i < m and j < cols (1..kMaxDotColumns): rows of a row-major A
 // against a few vectors at once, each row of A read once for all of them
@@ -63,6 +69,7 @@ struct SgemmKernel {
   // kWideCols): with few rows the narrow tile spends more on B loads than on
   // FMAs. Null where the ISA has none.
   IndirectKernel indirect_wide[4];
+  StridedAKernel strided_a[kMaxMR];  // strided_a[m - 1]; all null where the ISA has none
   // Null where the ISA has none (the driver uses the next narrower one's).
   DotsKernel dots;
 };

@@ -156,6 +156,7 @@ const SgemmKernel kPortable = {
     row_6x8,
     {},  // no indirect tiles: convolutions use im2col here
     {},
+    {},  // A is always packed
     dots_portable,
 };
 
