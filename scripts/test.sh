@@ -45,7 +45,7 @@ ONYX_HUGE_PAGES=1 "$build/onyx_tests" --gtest_brief=1 --gtest_filter='Sgemm*:*In
 # The vectorized activations (src/providers/cpu/math/fast_math.h) capped at
 # each width the CPU may have; the plain run above took its best.
 for isa in portable avx2; do
-  ONYX_FAST_MATH_ISA=$isa "$build/onyx_tests" --gtest_brief=1 --gtest_filter='MathActivation*:MathUnary*:*Softmax*:*Gelu*:Rnn*:Gru*:Lstm*:Recurrent*'
+  ONYX_FAST_MATH_ISA=$isa "$build/onyx_tests" --gtest_brief=1 --gtest_filter='MathActivation*:MathUnary*:UnaryFastPaths*:*Softmax*:*Gelu*:OptimizerActivationFusion*:Rnn*:Gru*:Lstm*:Recurrent*'
 done
 # Every int8 GEMM path the CPU runs, forced in the integer ops too (src/providers/cpu/quant/int8_isa.h).
 for isa in portable avx2 avx512vnni; do

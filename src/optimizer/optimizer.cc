@@ -64,6 +64,7 @@ PassList extended_passes() {
   passes.push_back(make_rms_norm_fusion_pass());
   passes.push_back(make_skip_layer_norm_fusion_pass());
   passes.push_back(make_embed_layer_norm_fusion_pass());
+  passes.push_back(make_silu_fusion_pass());
   passes.push_back(make_activation_fusion_pass());
   passes.push_back(make_conv_residual_fusion_pass());
   passes.push_back(make_matmul_scale_fusion_pass());

@@ -3,6 +3,7 @@
 // inputs. Also the pass manager (levels, disabled passes, verification).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "graph/to_proto.h"
@@ -548,6 +549,7 @@ TEST(OptimizerActivationFusion, KeepsReluWhenConvOutputIsAlsoUsed) {
 
 // ---- layout: NCHWc --------------------------------------------------------------
 
+
 void add_conv_named(ModelBuilder& b, const std::string& x, const std::string& y, int64_t in, int64_t out, int64_t k,
                     uint32_t seed) {
   const std::string w = y + "_W", bias = y + "_B";
@@ -557,6 +559,48 @@ void add_conv_named(ModelBuilder& b, const std::string& x, const std::string& y,
   const int64_t p = k / 2;
   attrs(b, {ints_attr("pads", {p, p, p, p})});
 }
+
+// SiLU as PyTorch exports it (x * Sigmoid(x)) becomes QuickGelu (alpha 1),
+// and that and HardSwish go into the convolution before them: as FusedConv
+// at the extended level, as the blocked convolution's activation at the
+// layout level (16 channels: blocked where the CPU has NCHWc kernels).
+TEST(OptimizerActivationFusion, FusesSiluAndHardSwishIntoConv) {
+  for (GraphOptimizationLevel level : {GraphOptimizationLevel::kEnableExtended, GraphOptimizationLevel::kEnableAll}) {
+    ModelBuilder b(15);
+    b.input("x", {1, 16, 6, 5}).output("y").output("z").output("w");
+    add_conv_named(b, "x", "c1", 16, 16, 3, 70);
+    b.node("Sigmoid", {"c1"}, {"s1"}).node("Mul", {"c1", "s1"}, {"y"});
+    add_conv_named(b, "x", "c2", 16, 16, 1, 72);
+    b.node("HardSwish", {"c2"}, {"z"});
+    // SiLU of something other than a convolution: QuickGelu on its own
+    // (the Sigmoid's input on the right of the Mul this time).
+    b.node("Add", {"x", "x"}, {"a"}).node("Sigmoid", {"a"}, {"s2"}).node("Mul", {"s2", "a"}, {"w"});
+    auto r = optimize_and_compare(b, {random_tensor({1, 16, 6, 5}, 74, -4.0f, 4.0f)}, level);
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_ops(*r.after, "Sigmoid"), 0);
+    EXPECT_EQ(count_ops(*r.after, "Mul"), 0);
+    EXPECT_EQ(count_ops(*r.after, "HardSwish"), 0);
+    EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "QuickGelu"), 1);
+    std::vector<std::string> activations;
+    for (const graph::Node& n : r.after->nodes) {
+      if (const graph::Attribute* a = n.attribute("activation")) activations.push_back(a->s);
+    }
+    std::sort(activations.begin(), activations.end());
+    EXPECT_EQ(activations, (std::vector<std::string>{"HardSwish", "QuickGelu"}));
+  }
+}
+
+TEST(OptimizerActivationFusion, LeavesSigmoidTimesAnotherValueOrUsedTwice) {
+  ModelBuilder b(15);
+  b.input("x", {2, 8}).input("v", {2, 8}).output("y").output("z").output("s");
+  b.node("Sigmoid", {"x"}, {"sx"}).node("Mul", {"v", "sx"}, {"y"});  // gating, not SiLU
+  b.node("Sigmoid", {"v"}, {"s"}).node("Mul", {"v", "s"}, {"z"});     // s is also an output
+  auto r = optimize_and_compare(b, {random_tensor({2, 8}, 75), random_tensor({2, 8}, 76)});
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "Sigmoid"), 2);
+  EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "QuickGelu"), 0);
+}
+
 
 TEST(OptimizerLayout, BlocksConvChainWithBatchNormAndRelu) {
   if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";

@@ -1,6 +1,8 @@
 // Conv (or a FusedConv with only a residual) or Gemm followed by an activation (Relu, Sigmoid, Tanh, LeakyRelu,
-// HardSigmoid, Clip with constant bounds) becomes com.microsoft FusedConv /
-// FusedGemm, which apply the activation to the output while it is in cache.
+// HardSigmoid, Clip with constant bounds; and, beyond what onnxruntime's
+// FusedConv takes, HardSwish and com.microsoft QuickGelu) becomes
+// com.microsoft FusedConv / FusedGemm, which apply the activation to the
+// output while it is in cache.
 #include <limits>
 
 #include "optimizer/pass.h"
@@ -14,7 +16,13 @@ struct Activation {
 };
 
 std::optional<Activation> activation_of(const PassContext& ctx, const graph::Node& n) {
-  if (!n.domain.empty() || n.inputs.empty() || n.outputs.size() != 1) return std::nullopt;
+  if (n.inputs.empty() || n.outputs.size() != 1) return std::nullopt;
+  // SiLU, as silu_fusion writes it, and QuickGelu.
+  if (n.domain == "com.microsoft" && n.op_type == "QuickGelu") {
+    return Activation{n.op_type, {attribute_float(n, "alpha", 1.702f)}};
+  }
+  if (!n.domain.empty()) return std::nullopt;
+  if (n.op_type == "HardSwish") return Activation{n.op_type, {1.0f / 6.0f, 0.5f}};
   if (n.op_type == "Relu" || n.op_type == "Sigmoid" || n.op_type == "Tanh") return Activation{n.op_type, {}};
   if (n.op_type == "LeakyRelu") return Activation{n.op_type, {attribute_float(n, "alpha", 0.01f)}};
   if (n.op_type == "HardSigmoid") {

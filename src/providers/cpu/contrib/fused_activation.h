@@ -15,13 +15,15 @@
 namespace onyx::cpu {
 
 struct FusedActivation {
-  enum class Kind { kNone, kRelu, kSigmoid, kTanh, kLeakyRelu, kHardSigmoid, kClip };
+  enum class Kind { kNone, kRelu, kSigmoid, kTanh, kLeakyRelu, kHardSigmoid, kClip, kHardSwish, kQuickGelu };
   Kind kind = Kind::kNone;
   float alpha = 0.0f;
   float beta = 0.0f;
 
   // `params` as FusedConv's activation_params: LeakyRelu [alpha],
-  // HardSigmoid [alpha, beta], Clip [min, max].
+  // HardSigmoid [alpha, beta], Clip [min, max]. Beyond onnxruntime's list,
+  // onyx's own passes fuse HardSwish [alpha, beta] (x * HardSigmoid(x)) and
+  // com.microsoft QuickGelu [alpha] (x * sigmoid(alpha x); SiLU at alpha 1).
   static FusedActivation parse(const KernelInfo& info, const std::string& name, const std::vector<float>& params) {
     FusedActivation a;
     auto need = [&](size_t n) {
@@ -44,6 +46,13 @@ struct FusedActivation {
       a.kind = Kind::kHardSigmoid;
       a.alpha = params.size() > 0 ? params[0] : 0.2f;
       a.beta = params.size() > 1 ? params[1] : 0.5f;
+    } else if (name == "HardSwish") {
+      a.kind = Kind::kHardSwish;
+      a.alpha = params.size() > 0 ? params[0] : 1.0f / 6.0f;
+      a.beta = params.size() > 1 ? params[1] : 0.5f;
+    } else if (name == "QuickGelu") {
+      a.kind = Kind::kQuickGelu;
+      a.alpha = params.size() > 0 ? params[0] : 1.702f;
     } else if (name == "Clip") {
       need(2);
       a.kind = Kind::kClip;
@@ -87,8 +96,12 @@ struct FusedActivation {
         fast_tanh_array(data + begin, data + begin, end - begin);
         return;
       }
-      if (a.kind == Kind::kHardSigmoid) {
-        hard_sigmoid_array(data + begin, data + begin, end - begin, a.alpha, a.beta, false);
+      if (a.kind == Kind::kHardSigmoid || a.kind == Kind::kHardSwish) {
+        hard_sigmoid_array(data + begin, data + begin, end - begin, a.alpha, a.beta, a.kind == Kind::kHardSwish);
+        return;
+      }
+      if (a.kind == Kind::kQuickGelu) {
+        quick_gelu_array(data + begin, data + begin, end - begin, a.alpha);
         return;
       }
       for (int64_t i = begin; i < end; ++i) {
@@ -101,7 +114,9 @@ struct FusedActivation {
           case Kind::kLeakyRelu: y = x >= 0.0f ? x : a.alpha * x; break;
           case Kind::kHardSigmoid: y = std::max(0.0f, std::min(1.0f, a.alpha * x + a.beta)); break;
           case Kind::kClip: y = std::min(std::max(x, a.alpha), a.beta); break;
-          case Kind::kNone: break;
+          case Kind::kNone:
+          case Kind::kHardSwish:
+          case Kind::kQuickGelu: break;
         }
         data[i] = y;
       }

@@ -39,6 +39,13 @@ class GeluKernel final : public Kernel {
       const T* pb = bias ? bias->data<T>() : nullptr;
       T* py = y.data<T>();
       const float alpha = alpha_;
+      if constexpr (std::is_same_v<T, float> && K == GeluKind::kQuick) {
+        // One vectorized pass (QuickGelu has no bias).
+        parallel_for(ctx.thread_pool(), x->size(), 6.0, [&](int64_t begin, int64_t end) {
+          quick_gelu_array(px + begin, py + begin, end - begin, alpha);
+        });
+        return Status::ok();
+      }
       if constexpr (std::is_same_v<T, float> && K != GeluKind::kQuick) {
         // Float: straight from X to Y, one vectorized pass per stretch of a
         // bias row (the bias is read in step with X, no modulo per element).

@@ -46,6 +46,7 @@ constexpr const char* kDomain = "com.microsoft.nchwc";
 bool is_unary_elementwise(const graph::Node& n) {
   static const char* kOps[] = {"Relu", "LeakyRelu", "Sigmoid",  "Tanh", "Clip", "HardSigmoid", "HardSwish",
                                "Elu",  "Selu",      "Softplus", "Abs",  "Neg",  "Identity"};
+  if (n.domain == "com.microsoft" && n.op_type == "QuickGelu") return true;  // SiLU (silu_fusion)
   if (!n.domain.empty()) return false;
   for (const char* op : kOps) {
     if (n.op_type == op) return true;
@@ -239,7 +240,8 @@ class NchwcTransformer final : public Pass {
       if (regular && prefers_winograd(node, *w, ctx_.info(y))) return false;
       if (fused) {
         const graph::Attribute* act = node.attribute("activation");
-        static const char* kActivations[] = {"Relu", "LeakyRelu", "Clip", "HardSigmoid", "Sigmoid", "Tanh"};
+        static const char* kActivations[] = {"Relu", "LeakyRelu", "Clip",     "HardSigmoid",
+                                             "Sigmoid", "Tanh",    "HardSwish", "QuickGelu"};
         bool known = act == nullptr;
         for (const char* a : kActivations) known = known || (act != nullptr && act->s == a);
         if (!known) return false;

@@ -158,7 +158,8 @@ class NchwcConvKernel final : public Kernel {
     group_ = info.attr_int("group", 1);
     if (group_ < 1) throw Error(invalid_model(label_, ": group must be positive, got ", group_));
     fused_ = FusedActivation::parse(info, info.attr_string("activation", ""), info.attr_floats("activation_params"));
-    // Sigmoid and Tanh go over the stored output instead.
+    // Sigmoid, Tanh, HardSwish and QuickGelu go over each task's stored
+    // output instead, while it is still in cache.
     post_activation_ = !nchwc::register_activation(fused_, activation_);
 
     if (const Tensor* w = info.constant_input(1)) {
@@ -328,12 +329,7 @@ class NchwcConvKernel final : public Kernel {
       return job;
     };
     auto finish = [&](float* yb, int64_t count) {
-      if (!post_activation_) return;
-      if (fused_.kind == FusedActivation::Kind::kSigmoid) {
-        fast_sigmoid_array(yb, yb, count);
-      } else {
-        fast_tanh_array(yb, yb, count);
-      }
+      if (post_activation_) fused_.apply(yb, count, nullptr);
     };
 
     // Tasks: (image, group of output blocks, range of pixels).

@@ -44,7 +44,8 @@ inline void pack_filter_groups(const float* src, int64_t blocks, int64_t tap_lan
 }
 
 // The activation as the tiles apply it before they store; false for the
-// ones they do not (Sigmoid, Tanh), which the caller applies afterwards.
+// ones they do not (Sigmoid, Tanh, HardSwish, QuickGelu), which the caller
+// applies afterwards.
 inline bool register_activation(const FusedActivation& fused, Activation& out) {
   out = Activation{};
   out.alpha = fused.alpha;
