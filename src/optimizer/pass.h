@@ -146,6 +146,7 @@ std::unique_ptr<Pass> make_conv_add_mul_fusion_pass();
 std::unique_ptr<Pass> make_matmul_add_gemm_fusion_pass();
 std::unique_ptr<Pass> make_activation_fusion_pass();
 std::unique_ptr<Pass> make_silu_fusion_pass();
+std::unique_ptr<Pass> make_flattened_matmul_gemm_fusion_pass();
 std::unique_ptr<Pass> make_conv_residual_fusion_pass();
 std::unique_ptr<Pass> make_gelu_fusion_pass();
 std::unique_ptr<Pass> make_fast_gelu_fusion_pass();

@@ -501,6 +501,28 @@ TEST(OptimizerGemm, FusesTwoDimensionalMatMulAdd) {
   EXPECT_EQ(r.after->nodes.size(), 1u);
 }
 
+// Past the fusions that want them apart, a 3-D MatMul and its bias Add run
+// as one Gemm between two Reshapes (the bias in the GEMM's write-back); one
+// symbolic leading dim is a -1 in the Reshape. A bias that broadcasts over
+// rows too stays an Add.
+TEST(OptimizerGemm, FlattensThreeDimensionalMatMulWithBiasLast) {
+  ModelBuilder b(17);
+  b.input("x", {-1, 3, 4}).output("y").output("z");
+  b.initializer("w", {4, 5}, random_values(20, 90)).initializer("c", {5}, random_values(5, 91));
+  b.initializer("c2", {3, 5}, random_values(15, 92)).initializer("w2", {4, 5}, random_values(20, 94));
+  b.node("MatMul", {"x", "w"}, {"m"}).node("Add", {"m", "c"}, {"y"});
+  b.node("MatMul", {"x", "w2"}, {"m2"}).node("Add", {"c2", "m2"}, {"z"});
+  for (GraphOptimizationLevel level : {GraphOptimizationLevel::kEnableExtended, GraphOptimizationLevel::kEnableAll}) {
+    auto r = optimize_and_compare(b, {random_tensor({2, 3, 4}, 93)}, level);
+    ASSERT_TRUE(r.after);
+    const bool flattened = level == GraphOptimizationLevel::kEnableAll;
+    EXPECT_EQ(count_ops(*r.after, "Gemm"), flattened ? 1 : 0);
+    EXPECT_EQ(count_ops(*r.after, "Reshape"), flattened ? 2 : 0);
+    EXPECT_EQ(count_ops(*r.after, "MatMul"), flattened ? 1 : 2);
+    EXPECT_EQ(count_ops(*r.after, "Add"), flattened ? 1 : 2);
+  }
+}
+
 TEST(OptimizerGemm, LeavesThreeDimensionalMatMul) {
   ModelBuilder b(13);
   b.input("x", {2, 3, 4}).output("y");

@@ -87,6 +87,8 @@ class CpuProvider final : public ExecutionProvider {
       layout.push_back(cpu::make_nchwc_transformer_pass());
       layout.push_back(cpu::make_nchwc_pointwise_depthwise_fusion_pass());
       layout.push_back(cpu::make_qlinear_nhwc_transformer_pass());
+      // Last: the extended fusions want MatMul + bias Add apart.
+      layout.push_back(optimizer::make_flattened_matmul_gemm_fusion_pass());
       // The original weights of the convolutions it rewrote.
       layout.push_back(optimizer::make_dead_code_elimination_pass());
       levels.push_back(std::move(layout));
