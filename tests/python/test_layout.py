@@ -217,6 +217,78 @@ def test_fused_expansion_saves_as_onnxruntime_ops(tmp_path, stride):
             np.testing.assert_allclose(got[0], expected[0], rtol=1e-4, atol=1e-4)
 
 
+def swish_cnn():
+    """EfficientNet's and MobileNetV3's activations as PyTorch exports them:
+    SiLU as x * Sigmoid(x) after a conv and on its own, HardSwish after a
+    conv (opset 14's op) and after a Gemm."""
+    rng = np.random.default_rng(11)
+    inits = []
+
+    def weight(name, shape, scale=0.3):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    nodes = [
+        helper.make_node("Conv", ["x", weight("w0", [16, 8, 3, 3]), weight("b0", [16])], ["c0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Sigmoid", ["c0"], ["s0"]),
+        helper.make_node("Mul", ["c0", "s0"], ["silu0"]),
+        helper.make_node("Conv", ["silu0", weight("w1", [16, 16, 1, 1]), weight("b1", [16])], ["c1"]),
+        helper.make_node("HardSwish", ["c1"], ["h1"]),
+        helper.make_node("Add", ["h1", "silu0"], ["a1"]),
+        helper.make_node("Sigmoid", ["a1"], ["s1"]),
+        helper.make_node("Mul", ["s1", "a1"], ["silu1"]),
+        helper.make_node("GlobalAveragePool", ["silu1"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", weight("wf", [16, 10]), weight("bf", [10])], ["gm"]),
+        helper.make_node("HardSwish", ["gm"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "swish_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 12, 10])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 10])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+
+
+@pytest.mark.parametrize("level", ["ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL"])
+def test_swish_activations_fuse_and_save_as_onnxruntime_ops(tmp_path, level):
+    """onyx runs SiLU and HardSwish inside the conv or Gemm before them; a saved
+    optimized model writes them as nodes of their own again (onnxruntime's
+    FusedConv, FusedGemm and NCHWc Conv do not take them), so that it runs
+    in onnxruntime."""
+    path = str(tmp_path / "swish.onnx")
+    onnx.save(swish_cnn(), path)
+    x = np.random.default_rng(4).standard_normal((2, 8, 12, 10)).astype(np.float32)
+    expected = ort.InferenceSession(path, ort_disabled()).run(None, {"x": x})
+    saved = str(tmp_path / "optimized.onnx")
+    session = save_optimized(path, saved, getattr(onyx.GraphOptimizationLevel, level))
+    model = onnx.load(saved)
+    for node in model.graph.node:
+        for a in node.attribute:
+            assert not (a.name == "activation" and a.s in (b"HardSwish", b"QuickGelu")), node
+    ops = domains(saved)
+    # Two SiLUs (one after the first conv) and two HardSwishes, written out.
+    assert ops[("com.microsoft", "QuickGelu")] == 2
+    assert ops[("", "HardSigmoid")] == 2
+    assert ops[("", "Sigmoid")] == 0
+    # In onyx the conv and the Gemm apply them.
+    live = profiled_ops(path, getattr(onyx.GraphOptimizationLevel, level), {"x": x})
+    assert not live & {"HardSwish", "Sigmoid", "Mul"}, live
+    for got in (session.run(None, {"x": x}), ort.InferenceSession(saved, ort_disabled()).run(None, {"x": x}),
+                onyx.InferenceSession(saved).run(None, {"x": x})):
+        np.testing.assert_allclose(got[0], expected[0], rtol=1e-4, atol=1e-5)
+
+
+def profiled_ops(path, level, feeds):
+    """The op types that ran in one profiled run of the model at `level`."""
+    import json
+
+    options = onyx.SessionOptions()
+    options.enable_profiling = True
+    options.graph_optimization_level = level
+    session = onyx.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    session.run(None, feeds)
+    with open(session.end_profiling()) as f:
+        return {e["args"]["op_name"] for e in json.load(f) if e.get("cat") == "Node"}
+
+
 def test_zoo_resnet50_at_every_level(tmp_path):
     if not os.path.exists(ZOO_RESNET50):
         pytest.skip("bench/zoo/models/resnet50.onnx is absent (python3 bench/zoo/make_zoo.py builds it)")

@@ -32,8 +32,10 @@ std::unique_ptr<optimizer::Pass> make_nchwc_pointwise_depthwise_fusion_pass();
 std::unique_ptr<optimizer::Pass> make_qlinear_nhwc_transformer_pass();
 
 // For a saved optimized model: writes the nodes only onyx runs (com.onyx.nchwc
-// fusions) as the com.microsoft.nchwc ops they were made of, so that the file
-// runs in onnxruntime too. Subgraphs included.
+// fusions) as the com.microsoft.nchwc ops they were made of, and the
+// activations onnxruntime's fused ops lack (HardSwish, QuickGelu in a
+// FusedConv, FusedGemm or NCHWc Conv) as nodes of their own, so that the
+// file runs in onnxruntime too. Subgraphs included.
 void split_onyx_only_nodes(model::ModelProto& model);
 
 // The weights of a blocked (com.microsoft.nchwc) convolution are laid out

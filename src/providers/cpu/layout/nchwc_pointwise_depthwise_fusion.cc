@@ -104,20 +104,109 @@ class NchwcPointwiseDepthwiseFusion final : public Pass {
 
 }  // namespace
 
+namespace {
+
+const model::AttributeProto* find_attribute(const model::NodeProto& n, const std::string& name) {
+  for (const model::AttributeProto& a : n.attribute) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+// FusedConv, FusedGemm or an NCHWc Conv with an activation onnxruntime's
+// kernels lack (HardSwish, QuickGelu: onyx's activation_fusion) is written as
+// the node without it, then the activation on its own: HardSwish as
+// HardSigmoid and Mul (any opset), QuickGelu as com.microsoft QuickGelu. A
+// FusedConv left without activation or residual, and a FusedGemm, go back
+// to Conv and Gemm. False when `n` is none of these (it is left alone).
+bool split_activation(model::NodeProto& n, const std::function<std::string(const std::string&)>& fresh,
+                      std::vector<model::NodeProto>& out) {
+  const bool fused_conv = n.domain == "com.microsoft" && n.op_type == "FusedConv";
+  const bool fused_gemm = n.domain == "com.microsoft" && n.op_type == "FusedGemm";
+  const bool nchwc_conv = n.domain == kNchwcDomain && n.op_type == "Conv";
+  if ((!fused_conv && !fused_gemm && !nchwc_conv) || n.output.size() != 1) return false;
+  const model::AttributeProto* act = find_attribute(n, "activation");
+  if (act == nullptr || (act->s != "HardSwish" && act->s != "QuickGelu")) return false;
+  const std::string kind = act->s;
+  std::vector<float> params;
+  if (fused_gemm) {
+    if (const model::AttributeProto* a = find_attribute(n, "activation_alpha")) params.push_back(a->f);
+    if (const model::AttributeProto* b = find_attribute(n, "activation_beta")) params.push_back(b->f);
+  } else if (const model::AttributeProto* p = find_attribute(n, "activation_params")) {
+    params = p->floats;
+  }
+  n.attribute.erase(std::remove_if(n.attribute.begin(), n.attribute.end(),
+                                   [](const model::AttributeProto& a) { return a.name.rfind("activation", 0) == 0; }),
+                    n.attribute.end());
+  if (fused_gemm || (fused_conv && n.input.size() <= 3)) {
+    n.domain.clear();
+    n.op_type = fused_gemm ? "Gemm" : "Conv";
+  }
+  const std::string y = n.output[0];
+  const std::string t = fresh(y + "_before_activation");
+  n.output[0] = t;
+  out.push_back(std::move(n));
+  auto float_attr = [](const std::string& name, float v) {
+    model::AttributeProto a;
+    a.name = name;
+    a.type = model::AttributeProto::FLOAT;
+    a.f = v;
+    return a;
+  };
+  model::NodeProto act_node;
+  act_node.name = y + "/activation";
+  if (kind == "HardSwish") {
+    const std::string gate = fresh(y + "_gate");
+    model::NodeProto hs;
+    hs.name = y + "/hard_sigmoid";
+    hs.op_type = "HardSigmoid";
+    hs.input = {t};
+    hs.output = {gate};
+    hs.attribute = {float_attr("alpha", params.size() > 0 ? params[0] : 1.0f / 6.0f),
+                    float_attr("beta", params.size() > 1 ? params[1] : 0.5f)};
+    out.push_back(std::move(hs));
+    act_node.op_type = "Mul";
+    act_node.input = {t, gate};
+  } else {
+    act_node.domain = "com.microsoft";
+    act_node.op_type = "QuickGelu";
+    act_node.input = {t};
+    act_node.attribute = {float_attr("alpha", params.empty() ? 1.702f : params[0])};
+  }
+  act_node.output = {y};
+  out.push_back(std::move(act_node));
+  return true;
+}
+
+}  // namespace
+
 void split_onyx_only_nodes(model::ModelProto& model) {
   if (!model.graph) return;
   bool any = false;
+  bool any_quick_gelu = false;
   std::function<void(model::GraphProto&)> split = [&](model::GraphProto& g) {
     std::unordered_set<std::string> names;
     for (const auto& v : g.input) names.insert(v.name);
     for (const auto& t : g.initializer) names.insert(t.name);
     for (const auto& n : g.node) names.insert(n.output.begin(), n.output.end());
+    auto fresh = [&](const std::string& base) {
+      std::string name = base;
+      for (int i = 1; names.count(name) != 0; ++i) name = base + "_" + std::to_string(i);
+      names.insert(name);
+      return name;
+    };
     std::vector<model::NodeProto> nodes;
     nodes.reserve(g.node.size());
     for (model::NodeProto& n : g.node) {
       for (auto& a : n.attribute) {
         if (a.g) split(*a.g);
         for (auto& sub : a.graphs) split(*sub);
+      }
+      const model::AttributeProto* act = find_attribute(n, "activation");
+      const bool quick_gelu = act != nullptr && act->s == "QuickGelu";
+      if (split_activation(n, fresh, nodes)) {
+        any_quick_gelu = any_quick_gelu || quick_gelu;
+        continue;
       }
       if (n.domain != kFusedDomain || n.op_type != "PointwiseDepthwiseConv" || n.input.size() < 4 ||
           n.output.size() != 1) {
@@ -158,8 +247,12 @@ void split_onyx_only_nodes(model::ModelProto& model) {
     g.node = std::move(nodes);
   };
   split(*model.graph);
-  if (!any) return;
   auto& imports = model.opset_import;
+  if (any_quick_gelu && std::none_of(imports.begin(), imports.end(),
+                                     [](const model::OperatorSetIdProto& o) { return o.domain == "com.microsoft"; })) {
+    imports.push_back({"com.microsoft", 1});
+  }
+  if (!any) return;
   imports.erase(std::remove_if(imports.begin(), imports.end(),
                                [](const model::OperatorSetIdProto& o) { return o.domain == kFusedDomain; }),
                 imports.end());
