@@ -115,9 +115,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # PyTorch and transformers are only references (the training benchmark
 # bench/train_step.py, transformers' generate() for onyx.genai's tests) and
-# large: installed with --with-torch.
-if [[ " $* " == *" --with-torch "* ]] && ! "$venv/bin/python" -c 'import torch, torchvision, transformers' 2>/dev/null; then
+# large: installed with --with-torch (with onnxscript, which the dynamo
+# exporter of bench/zoo/make_zoo.py needs).
+if [[ " $* " == *" --with-torch "* ]] && ! "$venv/bin/python" -c 'import torch, torchvision, transformers, onnxscript' 2>/dev/null; then
   echo "onyx setup: installing torch and transformers into $venv (references for training and generation)"
-  "$venv/bin/python" -m pip install --disable-pip-version-check -q torch torchvision transformers
+  "$venv/bin/python" -m pip install --disable-pip-version-check -q torch torchvision transformers onnxscript
 fi
 echo "onyx setup: build tools are in place; Python packages are in $venv (source $venv/bin/activate, or call $venv/bin/python)"
