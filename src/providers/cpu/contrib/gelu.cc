@@ -85,9 +85,7 @@ class GeluKernel final : public Kernel {
             fast_tanh_array(r, r, m);
             for (int64_t i = 0; i < m; ++i) r[i] = 0.5f * v[i] * (1.0f + r[i]);
           } else if constexpr (K == GeluKind::kQuick) {
-            for (int64_t i = 0; i < m; ++i) r[i] = alpha * v[i];
-            fast_sigmoid_array(r, r, m);
-            for (int64_t i = 0; i < m; ++i) r[i] *= v[i];
+            quick_gelu_array(v, r, m, alpha);
           } else {
             fast_gelu_array(v, r, m);
           }

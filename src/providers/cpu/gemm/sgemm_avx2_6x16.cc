@@ -15,11 +15,16 @@ namespace {
 constexpr int kMR = 6;
 constexpr int kNR = 16;
 
+// Lane i of the mask is set when i < n (a partial eight: the tiles' last
+// columns, the dots kernels' last k steps).
+ONYX_AVX2 inline __m256i lanes_below(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 // Lane j of the masks is set when column j (0..15) is inside the matrix.
 ONYX_AVX2 inline void column_masks(int64_t n, __m256i& lo, __m256i& hi) {
-  const __m256i limit = _mm256_set1_epi32(static_cast<int>(n));
-  lo = _mm256_cmpgt_epi32(limit, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  hi = _mm256_cmpgt_epi32(limit, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
+  lo = lanes_below(n);
+  hi = lanes_below(n - 8);
 }
 
 // Where the tile finds A(i, p) of its MR rows: a packed panel (MR values per
@@ -176,11 +181,6 @@ ONYX_AVX2 void row_6x16(int64_t k, const float* x, const float* b, float* y, int
   }
   _mm256_maskstore_ps(y, m0, v0);
   _mm256_maskstore_ps(y + 8, m1, v1);
-}
-
-// Lane i of the mask is set when i < n (the last, partial eight of a row).
-ONYX_AVX2 inline __m256i lanes_below(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 ONYX_AVX2 inline float sum_lanes(__m256 v) {

@@ -120,7 +120,7 @@ const model::AttributeProto* find_attribute(const model::NodeProto& n, const std
 // FusedConv left without activation or residual, and a FusedGemm, go back
 // to Conv and Gemm. False when `n` is none of these (it is left alone).
 bool split_activation(model::NodeProto& n, const std::function<std::string(const std::string&)>& fresh,
-                      std::vector<model::NodeProto>& out) {
+                      std::vector<model::NodeProto>& out, bool& wrote_quick_gelu) {
   const bool fused_conv = n.domain == "com.microsoft" && n.op_type == "FusedConv";
   const bool fused_gemm = n.domain == "com.microsoft" && n.op_type == "FusedGemm";
   const bool nchwc_conv = n.domain == kNchwcDomain && n.op_type == "Conv";
@@ -170,6 +170,7 @@ bool split_activation(model::NodeProto& n, const std::function<std::string(const
   } else {
     act_node.domain = "com.microsoft";
     act_node.op_type = "QuickGelu";
+    wrote_quick_gelu = true;
     act_node.input = {t};
     act_node.attribute = {float_attr("alpha", params.empty() ? 1.702f : params[0])};
   }
@@ -202,21 +203,14 @@ void split_onyx_only_nodes(model::ModelProto& model) {
         if (a.g) split(*a.g);
         for (auto& sub : a.graphs) split(*sub);
       }
-      const model::AttributeProto* act = find_attribute(n, "activation");
-      const bool quick_gelu = act != nullptr && act->s == "QuickGelu";
-      if (split_activation(n, fresh, nodes)) {
-        any_quick_gelu = any_quick_gelu || quick_gelu;
-        continue;
-      }
+      if (split_activation(n, fresh, nodes, any_quick_gelu)) continue;
       if (n.domain != kFusedDomain || n.op_type != "PointwiseDepthwiseConv" || n.input.size() < 4 ||
           n.output.size() != 1) {
         nodes.push_back(std::move(n));
         continue;
       }
       any = true;
-      std::string t = n.output[0] + "_pointwise";
-      for (int i = 1; names.count(t) != 0; ++i) t = n.output[0] + "_pointwise_" + std::to_string(i);
-      names.insert(t);
+      const std::string t = fresh(n.output[0] + "_pointwise");
       model::NodeProto pw, dw;
       pw.domain = dw.domain = kNchwcDomain;
       pw.op_type = dw.op_type = "Conv";
