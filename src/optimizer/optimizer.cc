@@ -29,6 +29,7 @@ PassList basic_passes() {
   passes.push_back(make_shape_folding_pass());
   passes.push_back(make_dead_code_elimination_pass());
   passes.push_back(make_noop_elimination_pass());
+  passes.push_back(make_reduce_to_global_pool_pass());
   passes.push_back(make_transpose_optimization_pass());
   passes.push_back(make_common_subexpression_elimination_pass());
   passes.push_back(make_conv_batchnorm_fusion_pass());

@@ -139,6 +139,7 @@ std::unique_ptr<Pass> make_constant_folding_pass(bool after_qdq = false);
 std::unique_ptr<Pass> make_shape_folding_pass();
 std::unique_ptr<Pass> make_dead_code_elimination_pass();
 std::unique_ptr<Pass> make_noop_elimination_pass();
+std::unique_ptr<Pass> make_reduce_to_global_pool_pass();
 std::unique_ptr<Pass> make_transpose_optimization_pass();
 std::unique_ptr<Pass> make_common_subexpression_elimination_pass();
 std::unique_ptr<Pass> make_conv_batchnorm_fusion_pass();

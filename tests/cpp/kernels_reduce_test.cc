@@ -120,6 +120,51 @@ TEST(ReduceKernels, AllOpsAllAxisSetsBothConventions) {
   }
 }
 
+// Runs of 16 or more contiguous floats take the vector loops: every length
+// from 16 to 41 (whole vectors, tails of each size), against the reference.
+TEST(ReduceKernels, LongContiguousRunsMatchReference) {
+  for (const auto& c : reduce_cases()) {
+    for (int64_t len = 16; len <= 41; ++len) {
+      const Shape shape{3, len};
+      std::vector<float> x = random_floats(static_cast<size_t>(shape_size(shape)), static_cast<unsigned>(len));
+      if (std::string(c.op) == "ReduceLogSum") for (auto& v : x) v = std::fabs(v) + 0.1f;
+      Shape ref_shape;
+      const auto ref = reference_reduce(x, shape, {1}, c.fn, &ref_shape);
+      auto run = run_kernel(c.op, 18, {Tensor::from_vector(x, shape), Tensor::from_vector<int64_t>({1}, {1})},
+                            {attr_int("keepdims", 0)});
+      ASSERT_TRUE(run.status.is_ok()) << c.op << ": " << run.status.message();
+      for (size_t i = 0; i < ref.size(); ++i) {
+        EXPECT_NEAR(run.outputs[0].tensor().data<float>()[i], ref[i], 1e-5 * (1 + std::fabs(ref[i])))
+            << c.op << " length " << len << " row " << i;
+      }
+    }
+  }
+}
+
+// ReduceMax / ReduceMin give NaN for a NaN anywhere in the run, in the
+// first vector, a later one or the scalar tail, and keep infinities.
+TEST(ReduceKernels, LongRunsPropagateNaNAndKeepInfinities) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const int64_t len = 37;  // four vectors of 8, then a tail of 5
+  for (const char* op : {"ReduceMax", "ReduceMin"}) {
+    for (int64_t at : {int64_t{0}, int64_t{5}, int64_t{8}, int64_t{19}, int64_t{31}, int64_t{32}, int64_t{36}}) {
+      std::vector<float> x = random_floats(static_cast<size_t>(len), 3);
+      x[static_cast<size_t>(at)] = nan;
+      auto run = run_kernel(op, 18, {Tensor::from_vector(x, {1, len}), Tensor::from_vector<int64_t>({1}, {1})},
+                            {attr_int("keepdims", 0)});
+      ASSERT_TRUE(run.status.is_ok()) << run.status.message();
+      EXPECT_TRUE(std::isnan(run.outputs[0].tensor().data<float>()[0])) << op << " NaN at " << at;
+    }
+    std::vector<float> x = random_floats(static_cast<size_t>(len), 4);
+    x[20] = inf;
+    x[33] = -inf;
+    auto run = run_kernel(op, 18, {Tensor::from_vector(x, {1, len}), Tensor::from_vector<int64_t>({1}, {1})},
+                          {attr_int("keepdims", 0)});
+    ASSERT_TRUE(run.status.is_ok()) << run.status.message();
+    EXPECT_EQ(run.outputs[0].tensor().data<float>()[0], std::string(op) == "ReduceMax" ? inf : -inf) << op;
+  }
+}
+
 TEST(ReduceKernels, EmptySetAndNoop) {
   // A reduced dim of size 0: sum 0, prod 1, max -inf, min +inf, logsum -inf.
   Tensor x(DataType::kFloat, {2, 0, 3});

@@ -623,6 +623,41 @@ TEST(OptimizerActivationFusion, LeavesSigmoidTimesAnotherValueOrUsedTwice) {
   EXPECT_EQ(count_domain_op(*r.after, "com.microsoft", "QuickGelu"), 0);
 }
 
+// A squeeze-excitation mean as the dynamo exporter writes it, ReduceMean over
+// (2, 3) keeping dims, becomes GlobalAveragePool (axes as input or
+// attribute, in any order or sign); other reductions stay ReduceMean.
+TEST(OptimizerReduceToGlobalPool, SpatialMeanKeepingDimsBecomesGlobalAveragePool) {
+  for (int opset : {15, 18}) {
+    ModelBuilder b(opset);
+    b.input("x", {2, 8, 5, 7}).output("y").output("z").output("w").output("v");
+    auto reduce = [&](std::vector<int64_t> axes, int64_t keepdims, const std::string& out) {
+      if (opset >= 18) {
+        b.int64_initializer(out + "_axes", {static_cast<int64_t>(axes.size())}, axes);
+        b.node("ReduceMean", {"x", out + "_axes"}, {out});
+        attrs(b, {int_attr("keepdims", keepdims)});
+      } else {
+        b.node("ReduceMean", {"x"}, {out});
+        attrs(b, {ints_attr("axes", axes), int_attr("keepdims", keepdims)});
+      }
+    };
+    reduce({2, 3}, 1, "y");
+    reduce({-1, -2}, 1, "z");
+    reduce({2, 3}, 0, "w");  // drops the dims: not the pooling's shape
+    reduce({1, 2}, 1, "v");  // channels reduced
+    auto r = optimize_and_compare(b, {random_tensor({2, 8, 5, 7}, 80)}, GraphOptimizationLevel::kEnableBasic);
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(count_ops(*r.after, "GlobalAveragePool"), 2) << "opset " << opset;
+    EXPECT_EQ(count_ops(*r.after, "ReduceMean"), 2) << "opset " << opset;
+  }
+  // Over [N, C, L] the last axis is LayerNormalization's mean: left alone.
+  ModelBuilder b(15);
+  b.input("x", {2, 8, 5}).output("y");
+  b.node("ReduceMean", {"x"}, {"y"});
+  attrs(b, {ints_attr("axes", {2}), int_attr("keepdims", 1)});
+  auto r = optimize_and_compare(b, {random_tensor({2, 8, 5}, 81)}, GraphOptimizationLevel::kEnableBasic);
+  ASSERT_TRUE(r.after);
+  EXPECT_EQ(count_ops(*r.after, "GlobalAveragePool"), 0);
+}
 
 TEST(OptimizerLayout, BlocksConvChainWithBatchNormAndRelu) {
   if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";

@@ -1,6 +1,7 @@
 // The Reduce* family (Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp,
 // SumSquare): axes from the attribute (early versions) or the optional input.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -122,25 +123,110 @@ ReducePlan make_plan(const Shape& shape, const std::vector<bool>& reduced, bool 
   return plan;
 }
 
-// Folds one run of values into the accumulator.
+// Folds one value into the accumulator.
+template <ReduceKind K, typename A>
+inline void step(A& acc, A v) {
+  if constexpr (K == ReduceKind::kSum || K == ReduceKind::kMean || K == ReduceKind::kLogSum) {
+    acc += v;
+  } else if constexpr (K == ReduceKind::kMax) {
+    if (v > acc || v != v) acc = v;
+  } else if constexpr (K == ReduceKind::kMin) {
+    if (v < acc || v != v) acc = v;
+  } else if constexpr (K == ReduceKind::kProd) {
+    acc *= v;
+  } else if constexpr (K == ReduceKind::kL1) {
+    acc += v < A(0) ? A(0) - v : v;
+  } else if constexpr (K == ReduceKind::kL2 || K == ReduceKind::kSumSquare) {
+    acc += v * v;
+  }
+}
+
+// Four float lanes and two double ones in the GCC/Clang vector extension,
+// the width every x86-64 (SSE2) and AArch64 (NEON) build has; wider types
+// would be split element by element where the build targets no wider unit.
+typedef float Float4 __attribute__((vector_size(16)));
+typedef int32_t Int4 __attribute__((vector_size(16)));
+typedef double Double2 __attribute__((vector_size(16)));
+
+// The max (kMax) or min (kMin) of p[0..n), n >= 8: exact in float and in any
+// order; NaN when any element is NaN.
+template <ReduceKind K>
+float extremum_run(const float* p, int64_t n) {
+  Float4 m0, m1;
+  std::memcpy(&m0, p, sizeof(m0));
+  std::memcpy(&m1, p + 4, sizeof(m1));
+  Int4 nan = (m0 != m0) | (m1 != m1);
+  auto pick = [](Float4 m, Float4 v, Int4& nan) {
+    const Int4 take = K == ReduceKind::kMax ? v > m : v < m;
+    nan |= v != v;
+    return (Float4)(((Int4)v & take) | ((Int4)m & ~take));
+  };
+  int64_t j = 8;
+  for (; j + 8 <= n; j += 8) {
+    Float4 a, b;
+    std::memcpy(&a, p + j, sizeof(a));
+    std::memcpy(&b, p + j + 4, sizeof(b));
+    m0 = pick(m0, a, nan);
+    m1 = pick(m1, b, nan);
+  }
+  m0 = pick(m0, m1, nan);
+  float r = m0[0];
+  bool any_nan = false;
+  for (int l = 0; l < 4; ++l) {
+    r = K == ReduceKind::kMax ? (m0[l] > r ? m0[l] : r) : (m0[l] < r ? m0[l] : r);
+    any_nan = any_nan || nan[l] != 0;
+  }
+  for (; j < n; ++j) {
+    r = K == ReduceKind::kMax ? (p[j] > r ? p[j] : r) : (p[j] < r ? p[j] : r);
+    any_nan = any_nan || p[j] != p[j];
+  }
+  return any_nan ? std::numeric_limits<float>::quiet_NaN() : r;
+}
+
+// The sum of f(p[j]) for j < n, n >= 8, with f the identity (kSum, kMean,
+// kLogSum), |x| (kL1) or x*x (kL2, kSumSquare), accumulated in double as the
+// lone accumulator does: only the rounding order differs.
+template <ReduceKind K>
+double sum_run(const float* p, int64_t n) {
+  Double2 s0 = {}, s1 = {};
+  auto term = [](Double2 d) {
+    if constexpr (K == ReduceKind::kL1) {
+      return d < 0 ? -d : d;
+    } else if constexpr (K == ReduceKind::kL2 || K == ReduceKind::kSumSquare) {
+      return d * d;
+    } else {
+      return d;
+    }
+  };
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    Float4 a;
+    std::memcpy(&a, p + j, sizeof(a));
+    const Double2 lo = {a[0], a[1]}, hi = {a[2], a[3]};
+    s0 += term(lo);
+    s1 += term(hi);
+  }
+  const Double2 s = s0 + s1;
+  double sum = s[0] + s[1];
+  for (; j < n; ++j) step<K>(sum, static_cast<double>(p[j]));
+  return sum;
+}
+
+// Folds one run of values into the accumulator; long float runs go through
+// the vector forms above.
 template <ReduceKind K, typename T, typename A>
 inline void fold(const T* p, int64_t n, A& acc) {
-  for (int64_t j = 0; j < n; ++j) {
-    const A v = static_cast<A>(static_cast<compute_t<T>>(p[j]));
-    if constexpr (K == ReduceKind::kSum || K == ReduceKind::kMean || K == ReduceKind::kLogSum) {
-      acc += v;
-    } else if constexpr (K == ReduceKind::kMax) {
-      if (v > acc || v != v) acc = v;
-    } else if constexpr (K == ReduceKind::kMin) {
-      if (v < acc || v != v) acc = v;
-    } else if constexpr (K == ReduceKind::kProd) {
-      acc *= v;
-    } else if constexpr (K == ReduceKind::kL1) {
-      acc += v < A(0) ? A(0) - v : v;
-    } else if constexpr (K == ReduceKind::kL2 || K == ReduceKind::kSumSquare) {
-      acc += v * v;
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<A, double> && K != ReduceKind::kProd) {
+    if (n >= 16) {
+      if constexpr (K == ReduceKind::kMax || K == ReduceKind::kMin) {
+        step<K>(acc, static_cast<A>(extremum_run<K>(p, n)));
+      } else {
+        acc += sum_run<K>(p, n);
+      }
+      return;
     }
   }
+  for (int64_t j = 0; j < n; ++j) step<K>(acc, static_cast<A>(static_cast<compute_t<T>>(p[j])));
 }
 
 template <ReduceKind K, typename A>

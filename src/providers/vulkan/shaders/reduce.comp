@@ -42,11 +42,14 @@ void main() {
     if (isinf(top)) top = 0.0;
   }
   float acc = OP == 2 ? -kInfinity : (OP == 3 ? kInfinity : (OP == 4 ? 1.0 : 0.0));
+  // max/min of a NaN and a number is undefined in GLSL (lavapipe gives the
+  // number), so a NaN is remembered apart and wins at the end.
+  bool any_nan = false;
   for (uint r = 0; r < p.reduced_count; ++r) {
     const float v = x[base + offset_of(r, p.reduced_rank, p.reduced_dims, p.reduced_strides)];
     if (OP == 0 || OP == 1 || OP == 8) acc += v;
-    else if (OP == 2) acc = isnan(v) ? v : max(acc, v);
-    else if (OP == 3) acc = isnan(v) ? v : min(acc, v);
+    else if (OP == 2) { any_nan = any_nan || isnan(v); acc = max(acc, v); }
+    else if (OP == 3) { any_nan = any_nan || isnan(v); acc = min(acc, v); }
     else if (OP == 4) acc *= v;
     else if (OP == 5) acc += abs(v);
     else if (OP == 6 || OP == 7) acc += v * v;
@@ -56,5 +59,6 @@ void main() {
   else if (OP == 6) acc = sqrt(acc);
   else if (OP == 8) acc = log(acc);
   else if (OP == 9) acc = log(acc) + top;
+  if (any_nan) acc = uintBitsToFloat(0x7fc00000u);
   y[i] = acc;
 }
