@@ -102,13 +102,38 @@ void ThreadPool::begin_run() {
   // are running) by the time its first parallel_for comes: waking a thread
   // takes tens of microseconds, more on a virtual machine whose idle CPU
   // halts, and a run that woke its workers at the first parallel_for lost that
-  // much of every node until they came.
+  // much of every node until they came. When the runs since the last wake-up
+  // posted no job (every op small enough to run inline: a tabular model, a
+  // streaming step), the wake-up is skipped: it cost each such run a system
+  // call, and a worker spinning beside it for nothing. A job posted later
+  // wakes the workers itself, and the run after it wakes them early again.
+  if (!posted_.exchange(false, std::memory_order_relaxed)) return;
+  // Workers still spinning from the run before (the next run of a loop)
+  // need no call. One that falls asleep just now is woken by the first job.
+  if (sleepers_.load(std::memory_order_relaxed) == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   ++run_epoch_;
   if (sleepers_ > 0) wake_.notify_all();
 }
 
-void ThreadPool::end_run() { active_runs_.fetch_sub(1, std::memory_order_relaxed); }
+namespace {
+int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void ThreadPool::end_run() {
+  if (active_runs_.fetch_sub(1, std::memory_order_relaxed) == 1 && spin_microseconds_ > 0) {
+    idle_since_ns_.store(steady_now_ns(), std::memory_order_relaxed);
+  }
+}
+
+bool ThreadPool::runs_recent() const {
+  if (active_runs_.load(std::memory_order_relaxed) > 0) return true;
+  const int64_t grace_ns = int64_t{1000} * std::min(spin_microseconds_, kAfterRunSpinMicroseconds);
+  return steady_now_ns() - idle_since_ns_.load(std::memory_order_relaxed) < grace_ns;
+}
 
 std::shared_ptr<ThreadPool::Job> ThreadPool::front_job_locked() {
   while (!jobs_.empty() && jobs_.front()->exhausted()) {
@@ -124,10 +149,9 @@ bool ThreadPool::spin_for_job() const {
   for (;;) {
     for (int i = 0; i < kPausesPerClockRead; ++i) {
       if (queued_.load(std::memory_order_acquire) > 0) return true;
-      if (active_runs_.load(std::memory_order_relaxed) == 0) return false;
       cpu_pause();
     }
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (std::chrono::steady_clock::now() >= deadline || !runs_recent()) return false;
   }
 }
 
@@ -142,7 +166,7 @@ void ThreadPool::worker_loop(int index) {
         if (job) break;
         // Nothing queued: spin (outside the lock) while a run is in progress,
         // then sleep until a job is posted.
-        if (active_runs_.load(std::memory_order_relaxed) > 0 && spin_microseconds_ > 0) {
+        if (spin_microseconds_ > 0 && runs_recent()) {
           lock.unlock();
           const bool found = spin_for_job();
           lock.lock();
@@ -171,6 +195,7 @@ void ThreadPool::parallel_for(int64_t n, double cost_per_item, const std::functi
     fn(0, n);
     return;
   }
+  posted_.store(true, std::memory_order_relaxed);
   auto job = std::make_shared<Job>();
   job->fn = &fn;
   job->n = n;

@@ -4,8 +4,10 @@
 //
 // Between parallel_for calls a worker spins for a short, bounded time before it
 // sleeps, so that the next call of the same run does not pay a wake-up — but
-// only while a run is in progress (between begin_run and end_run). Once the
-// last run ends no thread spins: an idle pool uses no CPU.
+// only while a run is in progress (between begin_run and end_run), and for a
+// grace of at most kAfterRunSpinMicroseconds after the last run ends, so that
+// the next run of a loop finds the workers awake. Past that no thread spins:
+// an idle pool uses no CPU.
 //
 // Several threads may call parallel_for at once (several runs of one session).
 // Their jobs share the workers: each caller works on its own job and the
@@ -50,7 +52,10 @@ class ThreadPool {
   void parallel_for(int64_t n, double cost_per_item, const std::function<void(int64_t, int64_t)>& fn);
 
   // A run began / ended. Workers spin between jobs only while some run is in
-  // progress; calls nest and may come from several threads.
+  // progress, or just ended; calls nest and may come from several threads.
+  // The first run to begin wakes the sleeping workers ahead of its first
+  // parallel_for, unless the run before it posted no job (a model whose every
+  // op ran inline, where the wake-up would be all the pool did).
   void begin_run();
   void end_run();
 
@@ -62,7 +67,13 @@ class ThreadPool {
   void worker_loop(int index);  // index: 1.. (the caller of parallel_for is 0)
   // The oldest job with unclaimed chunks (dropping exhausted ones), or null. Needs mutex_.
   std::shared_ptr<Job> front_job_locked();
-  // Spins while a run is in progress, for at most the spin time, until a job is queued.
+  // After the last run ends, workers keep spinning this long (or the spin
+  // time, when shorter) before they sleep.
+  static constexpr int kAfterRunSpinMicroseconds = 100;
+  // True while a run is in progress or the last one ended less than the
+  // after-run spin ago.
+  bool runs_recent() const;
+  // Spins while runs_recent(), for at most the spin time, until a job is queued.
   bool spin_for_job() const;
 
   const int spin_microseconds_;
@@ -70,11 +81,13 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> jobs_;  // guarded by mutex_
-  int sleepers_ = 0;                       // workers waiting on wake_; guarded by mutex_
+  std::atomic<int> sleepers_{0};           // workers waiting on wake_; changed under mutex_
   uint64_t run_epoch_ = 0;                 // counts begin_run calls that woke workers; guarded by mutex_
   bool stopping_ = false;                  // guarded by mutex_
   std::atomic<int> queued_{0};             // jobs_.size(), readable without the lock
   std::atomic<int> active_runs_{0};
+  std::atomic<int64_t> idle_since_ns_{0};  // steady-clock time the last run ended
+  std::atomic<bool> posted_{true};  // a job was posted since the last begin_run that woke workers
 };
 
 // Tells `pool` (may be null) that a run is in progress for the guard's lifetime.

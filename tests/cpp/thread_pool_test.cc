@@ -1,6 +1,6 @@
 // Thread pool: parallel_for covers every index once from any number of
 // callers, the caller takes part, and an idle session uses no CPU (workers
-// spin only while a run is in progress).
+// spin only while a run is in progress, and a grace of at most 100 us after).
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
@@ -168,8 +168,9 @@ double process_cpu_seconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
-// Workers may spin between the parallel sections of a run, never after it:
-// even with a spin time of a second, an idle session costs (almost) no CPU.
+// Workers may spin between the parallel sections of a run, and for at most
+// 100 us after it: even with a spin time of a second, an idle session costs
+// (almost) no CPU.
 TEST(ThreadPool, AnIdleSessionUsesNoCpu) {
   SessionOptions options;
   options.intra_op_num_threads = 4;
