@@ -351,12 +351,25 @@ const InferenceTable& inference_table() {
 struct Scope {
   Graph* graph = nullptr;
   const Scope* parent = nullptr;
+  const InferenceOptions* options = nullptr;
+  // Constant nodes' tensors and the enclosing graphs' constants this graph
+  // reads; its own initializers are read in place (constant()), not copied:
+  // the optimizer infers a whole graph after each change, and a large graph
+  // holds thousands of folded constants.
   std::unordered_map<int32_t, Tensor> constants;
   std::unordered_map<int32_t, TrackedValue> tracked;
 
+  // An initializer is a constant unless it is also a graph input (then it is
+  // only a default the caller may override).
+  bool initializer_is_constant(int32_t id) const {
+    return !graph->values[static_cast<size_t>(id)].is_graph_input || options->initializers_in_inputs_are_constant;
+  }
   const Tensor* constant(int32_t id) const {
     auto it = constants.find(id);
-    return it == constants.end() ? nullptr : &it->second;
+    if (it != constants.end()) return &it->second;
+    auto init = graph->initializers.find(id);
+    if (init == graph->initializers.end() || !initializer_is_constant(id)) return nullptr;
+    return &init->second;
   }
   const TrackedValue* tracked_value(int32_t id) const {
     auto it = tracked.find(id);
@@ -396,6 +409,18 @@ TypeAndShape info_of_tensor(const Tensor& tensor) {
   return info;
 }
 
+// True when `info` already says exactly `tensor`'s type and shape.
+bool info_is_tensor(const TypeAndShape& info, const Tensor& tensor) {
+  if (info.type.kind != ValueType::Kind::kTensor || info.type.elem_type != tensor.dtype() || !info.has_shape ||
+      info.shape.size() != tensor.shape().size()) {
+    return false;
+  }
+  for (size_t d = 0; d < info.shape.size(); ++d) {
+    if (info.shape[d].value != tensor.shape()[d] || !info.shape[d].symbol.empty()) return false;
+  }
+  return true;
+}
+
 // The tensor a Constant node produces, from whichever value attribute it has.
 std::optional<Tensor> constant_node_tensor(const Node& node) {
   for (const auto& [name, attr] : node.attributes) {
@@ -427,28 +452,33 @@ std::string info_to_string(const TypeAndShape& info) {
 // [1] constants as scalars), a shape that cannot agree gives way to the
 // inferred one, as onnxruntime's lenient merge lets it; element types must
 // still agree.
-Status merge_info(TypeAndShape& declared, const TypeAndShape& inferred, const std::string& where,
+// `where` gives the error's prefix; it is called only on a mismatch, so the
+// label is not built for every value of every inference.
+template <typename Where>
+Status merge_info(TypeAndShape& declared, const TypeAndShape& inferred, const Where& where,
                   const InferenceOptions& options, bool shape_is_hint = false) {
   using Kind = ValueType::Kind;
-  TypeAndShape merged = declared;
   auto mismatch = [&]() -> Status {
     if (!options.error_on_mismatch) return Status::ok();
-    return invalid_model(where, ": declared ", info_to_string(declared), " but inferred ", info_to_string(inferred));
+    return invalid_model(where(), ": declared ", info_to_string(declared), " but inferred ", info_to_string(inferred));
   };
+  // Every check comes before any change: a mismatch leaves `declared` as it was.
+  bool take_type = false;
   if (inferred.type.kind != Kind::kUnknown) {
     if (declared.type.kind == Kind::kUnknown) {
-      merged.type = inferred.type;
+      take_type = true;
     } else if (declared.type.kind != inferred.type.kind) {
       return mismatch();
     } else if (declared.type.kind == Kind::kTensor) {
       if (declared.type.elem_type == DataType::kUndefined) {
-        merged.type = inferred.type;
+        take_type = true;
       } else if (inferred.type.elem_type != DataType::kUndefined &&
                  inferred.type.elem_type != declared.type.elem_type) {
         return mismatch();
       }
     }
   }
+  bool take_shape = false;
   if (inferred.has_shape) {
     const bool conflict =
         declared.has_shape &&
@@ -459,21 +489,21 @@ Status merge_info(TypeAndShape& declared, const TypeAndShape& inferred, const st
            }
            return false;
          }());
-    if (!declared.has_shape || (conflict && shape_is_hint)) {
-      merged.has_shape = true;
-      merged.shape = inferred.shape;
-    } else if (conflict) {
-      return mismatch();
-    } else {
-      for (size_t d = 0; d < merged.shape.size(); ++d) {
-        const Dim& got = inferred.shape[d];
-        Dim& keep = merged.shape[d];
-        if (keep.is_known()) continue;
-        if (got.is_known() || !got.symbol.empty()) keep = got;
-      }
+    take_shape = !declared.has_shape || (conflict && shape_is_hint);
+    if (!take_shape && conflict) return mismatch();
+  }
+  if (take_type) declared.type = inferred.type;
+  if (take_shape) {
+    declared.has_shape = true;
+    declared.shape = inferred.shape;
+  } else if (inferred.has_shape) {
+    for (size_t d = 0; d < declared.shape.size(); ++d) {
+      const Dim& got = inferred.shape[d];
+      Dim& keep = declared.shape[d];
+      if (keep.is_known()) continue;
+      if (got.is_known() || !got.symbol.empty()) keep = got;
     }
   }
-  declared = std::move(merged);
   return Status::ok();
 }
 
@@ -677,6 +707,7 @@ Status infer_graph(Graph& graph, const Scope* parent, const InferenceOptions& op
   Scope scope;
   scope.graph = &graph;
   scope.parent = parent;
+  scope.options = &options;
 
   if (parent != nullptr) {
     for (size_t id = 0; id < graph.values.size(); ++id) {
@@ -690,9 +721,8 @@ Status infer_graph(Graph& graph, const Scope* parent, const InferenceOptions& op
     if (id < 0 || static_cast<size_t>(id) >= graph.values.size()) continue;
     ValueEntry& entry = graph.values[static_cast<size_t>(id)];
     // An initializer that is also a graph input is only a default: the caller may feed another.
-    if (!entry.is_graph_input || options.initializers_in_inputs_are_constant) {
-      entry.info = info_of_tensor(tensor);
-      scope.constants.emplace(id, tensor);
+    if (scope.initializer_is_constant(id)) {
+      if (!info_is_tensor(entry.info, tensor)) entry.info = info_of_tensor(tensor);
       if (auto tracked = track_tensor(tensor, options)) scope.tracked.emplace(id, std::move(*tracked));
     } else if (is_unknown(entry.info)) {
       entry.info.type = ValueType::tensor(tensor.dtype());
@@ -762,8 +792,8 @@ Status infer_graph(Graph& graph, const Scope* parent, const InferenceOptions& op
       ValueEntry& entry = graph.values[static_cast<size_t>(id)];
       const bool exact_constant = node.op_type == "Constant" && domain.empty() &&
                                   std::find(graph.outputs.begin(), graph.outputs.end(), id) == graph.outputs.end();
-      ONYX_RETURN_IF_ERROR(merge_info(entry.info, ctx.outputs_[i], node.label(index) + ": output '" + entry.name + "'",
-                                      options, exact_constant));
+      auto where = [&] { return node.label(index) + ": output '" + entry.name + "'"; };
+      ONYX_RETURN_IF_ERROR(merge_info(entry.info, ctx.outputs_[i], where, options, exact_constant));
       if (ctx.output_values_[i]) scope.tracked[id] = std::move(*ctx.output_values_[i]);
     }
   }
