@@ -57,10 +57,11 @@ class SgemmSweep : public ::testing::TestWithParam<SgemmIsa> {};
 TEST_P(SgemmSweep, MatchesReferenceLoop) {
   const SgemmIsa isa = GetParam();
   // Tiles are up to 12 x 32, K blocks 256, row blocks up to 240: sizes sit on
-  // both sides of each edge, plus 1 and primes. Up to 128 columns (8 AVX2
-  // panels) a row-major A is read in place, beyond that packed.
+  // both sides of each edge, plus 1 and primes. Up to 8 column panels (128
+  // columns on AVX2, 256 on AVX-512) a row-major A is read in place, beyond
+  // that packed.
   const std::vector<int64_t> ms = {1, 2, 5, 6, 7, 12, 13, 37, 97};
-  const std::vector<int64_t> ns = {1, 3, 8, 16, 17, 32, 33, 65, 101, 129};
+  const std::vector<int64_t> ns = {1, 3, 8, 16, 17, 32, 33, 65, 101, 129, 257};
   const std::vector<int64_t> ks = {1, 7, 256, 257, 521};
   ThreadPool pool(3);
   int case_index = 0;

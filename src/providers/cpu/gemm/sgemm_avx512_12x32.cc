@@ -2,8 +2,9 @@
 // accumulators, two B vectors and one broadcast A value use 27 of the 32 zmm
 // registers, 1.2 loads per two FMAs. Compiled for baseline x86-64 with
 // per-function target attributes, and only called after cpuid reports AVX-512F.
-// The same tile reads B from packed panels or by row pointers (convolutions),
-// and a 4 x 96 tile serves the few-row case by row pointers.
+// The same tile reads A packed or as rows in place, and B from packed panels
+// or by row pointers (convolutions); a 4 x 96 tile serves the few-row case by
+// row pointers.
 #include "providers/cpu/gemm/sgemm_kernels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -22,6 +23,18 @@ inline void column_masks(int64_t n, __mmask16& lo, __mmask16& hi) {
   lo = static_cast<__mmask16>(n >= 16 ? 0xFFFF : (1u << n) - 1);
   hi = static_cast<__mmask16>(n >= 32 ? 0xFFFF : n <= 16 ? 0 : (1u << (n - 16)) - 1);
 }
+
+// Where the tile finds A(i, p) of its MR rows: a packed panel (MR values per
+// k step) or the rows of a row-major A read in place.
+struct PackedA {
+  const float* a;
+  const float* at(int64_t p, int i) const { return a + p * kMR + i; }
+};
+struct StridedA {
+  const float* a;
+  int64_t lda;
+  const float* at(int64_t p, int i) const { return a + i * lda + p; }
+};
 
 // Where the tile finds row p of its B block: a packed panel (unit stride of
 // kNR) or rows of a padded image (one offset per k step, see IndirectKernel).
@@ -53,8 +66,8 @@ ONYX_AVX512 inline __m512 activate(__m512 v, const TileEpilogue& ep) {
   }
 }
 
-template <int M, typename Rows>
-ONYX_AVX512 inline __attribute__((always_inline)) void tile_body(int64_t k, const float* a, Rows rows, float* c,
+template <int M, typename Cols, typename Rows>
+ONYX_AVX512 inline __attribute__((always_inline)) void tile_body(int64_t k, Cols as, Rows rows, float* c,
                                                                  int64_t ldc, int64_t n, float alpha, float beta,
                                                                  const TileEpilogue* ep) {
   __m512 acc0[M], acc1[M];
@@ -66,11 +79,10 @@ ONYX_AVX512 inline __attribute__((always_inline)) void tile_body(int64_t k, cons
     const __m512 b1 = _mm512_loadu_ps(b + 16);
 #pragma GCC unroll 12
     for (int i = 0; i < M; ++i) {
-      const __m512 ai = _mm512_set1_ps(a[i]);
+      const __m512 ai = _mm512_set1_ps(*as.at(p, i));
       acc0[i] = _mm512_fmadd_ps(ai, b0, acc0[i]);
       acc1[i] = _mm512_fmadd_ps(ai, b1, acc1[i]);
     }
-    a += kMR;
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   __mmask16 m0, m1;
@@ -105,13 +117,19 @@ ONYX_AVX512 inline __attribute__((always_inline)) void tile_body(int64_t k, cons
 template <int M>
 ONYX_AVX512 void tile_12x32(int64_t k, const float* a, const float* b, float* c, int64_t ldc, int64_t n, float alpha,
                             float beta, const TileEpilogue* ep) {
-  tile_body<M>(k, a, PackedRows{b}, c, ldc, n, alpha, beta, ep);
+  tile_body<M>(k, PackedA{a}, PackedRows{b}, c, ldc, n, alpha, beta, ep);
+}
+
+template <int M>
+ONYX_AVX512 void strided_a_12x32(int64_t k, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
+                                 int64_t n, float alpha, float beta, const TileEpilogue* ep) {
+  tile_body<M>(k, StridedA{a, lda}, PackedRows{b}, c, ldc, n, alpha, beta, ep);
 }
 
 template <int M>
 ONYX_AVX512 void indirect_12x32(int64_t k, const float* a, const float* x, const int64_t* offsets, float* c,
                                 int64_t ldc, int64_t n, float alpha, float beta, const TileEpilogue* ep) {
-  tile_body<M>(k, a, IndirectRows{x, offsets}, c, ldc, n, alpha, beta, ep);
+  tile_body<M>(k, PackedA{a}, IndirectRows{x, offsets}, c, ldc, n, alpha, beta, ep);
 }
 
 // m (1..4) rows by 96 columns of B given by rows: six sixteen-wide vectors
@@ -195,7 +213,9 @@ const SgemmKernel kAvx512 = {
      indirect_12x32<6>, indirect_12x32<7>, indirect_12x32<8>, indirect_12x32<9>, indirect_12x32<10>,
      indirect_12x32<11>, indirect_12x32<12>},
     {indirect_wide_4x96<1>, indirect_wide_4x96<2>, indirect_wide_4x96<3>, indirect_wide_4x96<4>},
-    {},  // A is always packed
+    {strided_a_12x32<1>, strided_a_12x32<2>, strided_a_12x32<3>, strided_a_12x32<4>, strided_a_12x32<5>,
+     strided_a_12x32<6>, strided_a_12x32<7>, strided_a_12x32<8>, strided_a_12x32<9>, strided_a_12x32<10>,
+     strided_a_12x32<11>, strided_a_12x32<12>},
     // No 16-wide dots: they stream A from memory, where the AVX2 ones (every
     // AVX-512 CPU has AVX2) keep up already.
     nullptr,
