@@ -428,6 +428,29 @@ TEST(OptimizerConvFolding, FoldsBatchNormalization) {
   EXPECT_EQ(r.after->nodes[0].op_type, "Conv");
 }
 
+// ConvTranspose's W is [I, O/group, kh, kw]: the scale follows the output
+// channel, group by group (DBNet's head upsamples through ConvTranspose+BN).
+TEST(OptimizerConvFolding, FoldsBatchNormalizationIntoConvTranspose) {
+  for (int group : {1, 2}) {
+    ModelBuilder b(15);
+    b.input("x", {1, 4, 5, 5}).output("y");
+    b.initializer("W", {4, 3, 2, 2}, random_values(48, 40));
+    b.initializer("B", {3 * group}, random_values(static_cast<size_t>(3 * group), 41));
+    b.node("ConvTranspose", {"x", "W", "B"}, {"up"}, "up1");
+    attrs(b, {ints_attr("strides", {2, 2}), int_attr("group", group)});
+    const auto c = static_cast<size_t>(3 * group);
+    b.initializer("scale", {3 * group}, random_values(c, 42, 0.5f, 1.5f));
+    b.initializer("shift", {3 * group}, random_values(c, 43));
+    b.initializer("mean", {3 * group}, random_values(c, 44));
+    b.initializer("var", {3 * group}, random_values(c, 45, 0.5f, 2.0f));
+    b.node("BatchNormalization", {"up", "scale", "shift", "mean", "var"}, {"y"});
+    auto r = optimize_and_compare(b, {random_tensor({1, 4, 5, 5}, 46)}, GraphOptimizationLevel::kEnableBasic);
+    ASSERT_TRUE(r.after);
+    EXPECT_EQ(r.after->nodes.size(), 1u) << "group " << group;
+    EXPECT_EQ(r.after->nodes[0].op_type, "ConvTranspose");
+  }
+}
+
 TEST(OptimizerConvFolding, KeepsBatchNormWhenConvOutputHasAnotherUse) {
   ModelBuilder b(15);
   b.input("x", {1, 3, 5, 5}).output("y").output("conv");
