@@ -744,6 +744,44 @@ TEST(OptimizerLayout, FusesALargeExpansionWithItsDepthwiseConv) {
 // or more stay NCHW (the Conv kernel's Winograd is faster there), and so does
 // a pool between two of them; a 64 -> 128 conv and a 128-channel one on a
 // 28 x 28 plane run blocked.
+// Resize by whole-number factors between blocked convolutions becomes nchwc
+// Upsample (nearest asymmetric floor, or linear in each coordinate mode the
+// kernel has); other Resizes stay ONNX ops between reorders.
+TEST(OptimizerLayout, BlocksWholeFactorResize) {
+  if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";
+  struct Case {
+    const char* mode;
+    const char* coords;
+    const char* nearest;
+    std::vector<float> scales;
+    bool blocked;
+  };
+  const std::vector<Case> cases = {
+      {"nearest", "asymmetric", "floor", {1, 1, 2, 3}, true},
+      {"linear", "half_pixel", "floor", {1, 1, 2, 2}, true},
+      {"linear", "pytorch_half_pixel", "floor", {1, 1, 3, 2}, true},
+      {"linear", "align_corners", "floor", {1, 1, 2, 4}, true},
+      {"linear", "asymmetric", "floor", {1, 1, 1, 2}, true},
+      {"nearest", "half_pixel", "round_prefer_floor", {1, 1, 2, 2}, false},  // not floor of out / scale
+      {"linear", "half_pixel", "floor", {1, 1, 1.5f, 2}, false},              // not a whole factor
+  };
+  for (const Case& c : cases) {
+    ModelBuilder b(13);
+    b.input("x", {1, 16, 5, 6}).output("y");
+    add_conv_named(b, "x", "c1", 16, 32, 1, 210);
+    b.initializer("scales", {4}, c.scales);
+    b.node("Resize", {"c1", "", "scales"}, {"up"}, "up");
+    attrs(b, {string_attr("mode", c.mode), string_attr("coordinate_transformation_mode", c.coords),
+              string_attr("nearest_mode", c.nearest)});
+    add_conv_named(b, "up", "y", 32, 16, 1, 212);
+    auto r = optimize_and_compare(b, {random_tensor({1, 16, 5, 6}, 214)});
+    ASSERT_TRUE(r.after) << c.mode << " " << c.coords;
+    EXPECT_EQ(count_domain_op(*r.after, "com.microsoft.nchwc", "Upsample"), c.blocked ? 1 : 0)
+        << c.mode << " " << c.coords;
+    EXPECT_EQ(count_ops(*r.after, "Resize"), c.blocked ? 0 : 1) << c.mode << " " << c.coords;
+  }
+}
+
 TEST(OptimizerLayout, LeavesWinogradConvsInNchw) {
   if (cpu::nchwc_block_size() <= 1) GTEST_SKIP() << "this CPU has neither AVX-512F nor AVX2+FMA";
   ModelBuilder b(15);

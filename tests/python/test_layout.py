@@ -355,3 +355,51 @@ def test_inception_block_concats_match(tmp_path, threads):
         for _ in range(2):  # the second run reuses the first run's freed buffers
             got = session.run(None, {"x": x})
             np.testing.assert_allclose(got[0], expected[0], rtol=1e-4, atol=1e-4, err_msg=level)
+
+
+def fpn_upsampling(mode, coords, nearest_mode="floor"):
+    """An FPN-style merge: a 1x1 conv, a Resize by 2 (or (2, 3)), an Add with
+    a finer branch, another 1x1 conv."""
+    rng = np.random.default_rng(13)
+    inits = []
+
+    def weight(name, shape, scale=0.3):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    inits.append(numpy_helper.from_array(np.array([1, 1, 2, 3], np.float32), "scales"))
+    nodes = [
+        helper.make_node("Conv", ["coarse", weight("w0", [32, 16, 1, 1]), weight("b0", [32])], ["c0"]),
+        helper.make_node("Resize", ["c0", "", "scales"], ["up"], mode=mode, coordinate_transformation_mode=coords,
+                         nearest_mode=nearest_mode),
+        helper.make_node("Conv", ["fine", weight("w1", [32, 16, 1, 1]), weight("b1", [32])], ["c1"]),
+        helper.make_node("Add", ["up", "c1"], ["s"]),
+        helper.make_node("Conv", ["s", weight("w2", [16, 32, 1, 1]), weight("b2", [16])], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "fpn", [helper.make_tensor_value_info("coarse", TensorProto.FLOAT, [1, 16, 7, 5]),
+                                             helper.make_tensor_value_info("fine", TensorProto.FLOAT, [1, 16, 14, 15])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 14, 15])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("mode,coords", [("nearest", "asymmetric"), ("linear", "half_pixel"),
+                                         ("linear", "align_corners"), ("linear", "asymmetric")])
+def test_blocked_upsample_saves_as_onnxruntime_op(tmp_path, mode, coords):
+    """A Resize by whole factors between blocked convs runs blocked (nchwc
+    Upsample, no reorders around it); saved, onnxruntime runs the same op."""
+    path = str(tmp_path / "fpn.onnx")
+    onnx.save(fpn_upsampling(mode, coords), path)
+    rng = np.random.default_rng(5)
+    feeds = {"coarse": rng.standard_normal((1, 16, 7, 5)).astype(np.float32),
+             "fine": rng.standard_normal((1, 16, 14, 15)).astype(np.float32)}
+    expected = ort.InferenceSession(path, ort_disabled()).run(None, feeds)
+    saved = str(tmp_path / "optimized.onnx")
+    session = save_optimized(path, saved, onyx.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    ops = domains(saved)
+    if cpu_has_blocked_layout():
+        assert ops[("com.microsoft.nchwc", "Upsample")] == 1, ops
+        assert ops[("", "Resize")] == 0
+        assert ops[("com.microsoft.nchwc", "ReorderOutput")] == 1  # y only
+    for got in (session.run(None, feeds), ort.InferenceSession(saved, ort_disabled()).run(None, feeds),
+                onyx.InferenceSession(saved).run(None, feeds)):
+        np.testing.assert_allclose(got[0], expected[0], rtol=1e-4, atol=1e-4)

@@ -22,6 +22,8 @@
 //    input, and MaxPool / AveragePool of an NCHW input that fills whole blocks.
 //  - BatchNormalization of a blocked input, as a 1x1 depthwise Conv (with a
 //    following Relu as its activation).
+//  - Resize of a blocked input by whole-number factors of H and W (nearest
+//    with asymmetric coordinates and floor, or linear) as nchwc Upsample.
 //  - Element-wise ops whose tensor inputs are all blocked with one shape (or
 //    scalar constants), and Concat along channels of unpadded inputs: they
 //    compute the same thing on either layout, so they stay ONNX ops reading
@@ -149,7 +151,8 @@ class NchwcTransformer final : public Pass {
         // An activation a rewrite took in, or a node another provider runs.
         if (converted_[n] || !ctx_.owns(n)) continue;
         const graph::Node& node = ctx_.node(n);
-        if (try_conv(n, node) || try_batchnorm(n, node) || try_pool(n, node) || try_elementwise(n, node)) {
+        if (try_conv(n, node) || try_batchnorm(n, node) || try_pool(n, node) || try_resize(n, node) ||
+            try_elementwise(n, node)) {
           converted_[n] = 1;
         }
       }
@@ -390,6 +393,58 @@ class NchwcTransformer final : public Pass {
       graph::Node pool = make_node(node.op_type, kDomain, 1, {bx.id}, {node.outputs[0]}, node.name);
       pool.attributes = node.attributes;
       emit(n, std::move(pool), bx.channels);
+      return true;
+    }
+
+    // Resize of a blocked input by whole-number factors of H and W only
+    // (ONNX Resize-11 and later): nearest with asymmetric coordinates and
+    // floor, or linear, becomes com.microsoft.nchwc Upsample (an FPN's
+    // upsampling between blocked convolutions no longer leaves the layout).
+    bool try_resize(size_t n, const graph::Node& node) {
+      if (!is_op(node, "Resize") || node.since_version < 11 || node.inputs.empty() || node.outputs.size() != 1) {
+        return false;
+      }
+      const int32_t x = node.inputs[0], y = node.outputs[0];
+      if (!blocked_.count(x)) return false;
+      const graph::TypeAndShape& xi = ctx_.info(x);
+      const graph::TypeAndShape& yi = ctx_.info(y);
+      if (channels_of(x) <= 0 || channels_of(y) != channels_of(x) || !yi.has_shape) return false;
+      int64_t scales[2];
+      for (size_t d = 2; d < 4; ++d) {
+        const graph::Dim &in = xi.shape[d], &out = yi.shape[d];
+        if (!in.is_known() || !out.is_known() || in.value <= 0 || out.value % in.value != 0) return false;
+        scales[d - 2] = out.value / in.value;
+      }
+      if (!xi.shape[0].is_known() || !yi.shape[0].is_known() || xi.shape[0].value != yi.shape[0].value) return false;
+      auto text = [&](const char* name, const char* fallback) {
+        const graph::Attribute* a = node.attribute(name);
+        return a != nullptr ? a->s : std::string(fallback);
+      };
+      const std::string mode = text("mode", "nearest");
+      const std::string coords = text("coordinate_transformation_mode", "half_pixel");
+      if (attribute_int(node, "antialias", 0) != 0 || text("keep_aspect_ratio_policy", "stretch") != "stretch") {
+        return false;
+      }
+      if (node.attribute("axes") != nullptr) return false;
+      if (mode == "nearest") {
+        if (coords != "asymmetric" || text("nearest_mode", "round_prefer_floor") != "floor") return false;
+      } else if (mode == "linear") {
+        if (coords != "asymmetric" && coords != "half_pixel" && coords != "pytorch_half_pixel" &&
+            coords != "align_corners") {
+          return false;
+        }
+      } else {
+        return false;
+      }
+      const Blocked bx = blocked_.at(x);
+      graph::Node up = make_node("Upsample", kDomain, 1, {bx.id}, {y}, node.name);
+      up.attributes["scales"] = graph::Attribute::make_ints("scales", {1, 1, scales[0], scales[1]});
+      up.attributes["mode"] = graph::Attribute::make_string("mode", mode);
+      if (mode == "linear") {
+        up.attributes["coordinate_transformation_mode"] =
+            graph::Attribute::make_string("coordinate_transformation_mode", coords);
+      }
+      emit(n, std::move(up), bx.channels);
       return true;
     }
 
