@@ -427,6 +427,34 @@ TEST(UnaryFastPaths, FloatMatchesLibm) {
   }
 }
 
+// QuickGelu (SiLU at alpha 1, as silu_fusion writes it) within 2e-6 relative
+// of x * sigmoid(alpha x) in double, over both tails and the special values:
+// +inf gives +inf, and -inf and NaN give NaN, as x * Sigmoid(x) does. Far in
+// the negative tail (|result| under 1e-35) a form may flush to 0.
+TEST(UnaryFastPaths, QuickGeluIsTightAndKeepsSpecialValues) {
+  auto x = random_floats(1029, 73, -30.0f, 30.0f);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special = {0.0f, -0.0f, 1e-30f, -1e-30f, 88.0f, -88.0f, 104.0f, -104.0f, 1e30f, -1e30f};
+  std::copy(special.begin(), special.end(), x.begin());
+  x[20] = inf;
+  x[21] = -inf;
+  x[22] = std::numeric_limits<float>::quiet_NaN();
+  for (float alpha : {1.0f, 1.702f}) {
+    auto run = run_kernel("QuickGelu", 1, {Value(make(x, {1029}))}, {attr_float("alpha", alpha)}, 1, "com.microsoft");
+    ASSERT_TRUE(run.status.is_ok()) << run.status.message();
+    const float* g = run.outputs[0].tensor().data<float>();
+    EXPECT_EQ(g[20], inf) << "alpha " << alpha;
+    EXPECT_TRUE(std::isnan(g[21])) << "alpha " << alpha << ": " << g[21];
+    EXPECT_TRUE(std::isnan(g[22])) << "alpha " << alpha;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (i >= 20 && i <= 22) continue;
+      const double v = x[i];
+      const double want = v / (1.0 + std::exp(-static_cast<double>(alpha) * v));
+      ASSERT_NEAR(g[i], want, 1e-35 + 2e-6 * std::fabs(want)) << "alpha " << alpha << " at " << x[i];
+    }
+  }
+}
+
 // ---------------------------------------------------------------- pooling and normalization
 
 TEST(PoolFastPaths, MaxAndAverageMatchReference) {
