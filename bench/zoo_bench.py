@@ -27,7 +27,8 @@ TOLERANCE). A model an engine cannot load or run is reported as such and
 left out of that engine's means.
 
 The table, the per-kind and overall geometric means go to docs/performance.md
-between the zoo_bench markers (--no-doc to skip); --json keeps everything.
+between the zoo_bench markers (--doc-tag names another pair, so that each
+machine keeps its table; --no-doc to skip); --json keeps everything.
 """
 
 from __future__ import annotations
@@ -316,8 +317,9 @@ def render(rows: list[dict], meta: dict, threads: list[int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def update_doc(doc: Path, block: str) -> None:
-    begin, end = "<!-- zoo_bench begin -->", "<!-- zoo_bench end -->"
+def update_doc(doc: Path, block: str, tag: str = "") -> None:
+    name = f"zoo_bench {tag}" if tag else "zoo_bench"
+    begin, end = f"<!-- {name} begin -->", f"<!-- {name} end -->"
     text = doc.read_text()
     if begin in text and end in text:
         a = text.index(begin) + len(begin)
@@ -354,6 +356,9 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--no-doc", action="store_true")
     ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "performance.md")
+    ap.add_argument("--doc-tag", default="",
+                    help="write between '<!-- zoo_bench TAG begin/end -->' instead, so that the tables of "
+                         "several machines (e.g. --doc-tag avx512) stay side by side")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.onyx_path:
@@ -402,7 +407,7 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     if not args.no_doc and not only and not args.kinds:
-        update_doc(args.doc, block)
+        update_doc(args.doc, block, args.doc_tag)
     return 0
 
 
